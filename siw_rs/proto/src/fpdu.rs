@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! MPA FPDU framing (RFC 5044 section 4): ULPDU length, padding, the CRC trailer, the
+//! MULPDU and MPA markers on transmit.
+//!
+//! An FPDU is `ULPDU_Length (2) | ULPDU | PAD (0-3) | CRC (4)`, a multiple of four
+//! octets (RFC 5044 section 4.1). When markers are in use, a 4-byte marker
+//! (`RESERVED (16) | FPDUPTR (16)`, section 4.2) sits at every 512th octet of the
+//! stream, counted from the first octet of the Full Operation Phase: the first marker
+//! immediately precedes the first FPDU (section 4.3 and section 7.1.2 rule 7). In this
+//! crate "stream position" always means that count, modulo 2^32.
+//!
+//! CRC coverage with markers (RFC 5044 section 4.4, "The fields which MUST be included
+//! in the CRC calculation"): the CRC covers every stream octet of the FPDU except the
+//! CRC field itself, markers included: from the ULPDU_Length field (or from a marker
+//! that immediately precedes it, rule 2) through the pad, plus a marker that falls
+//! right after the pad (rule 1). A marker right after the CRC field belongs to the
+//! next FPDU (FPDUPTR 0, section 4.3). Since FPDUs and markers are both 4-byte
+//! aligned in the stream, a marker never splits the length field or the CRC field.
+
+use super::crc::{crc_to_wire, Crc32c};
+use super::error::BufferTooSmall;
+
+/// Length of the MPA ULPDU_Length field.
+pub const MPA_HDR_LEN: usize = 2;
+/// Length of the CRC field.
+pub const CRC_LEN: usize = 4;
+/// Length of a marker.
+pub const MARKER_LEN: usize = 4;
+/// The marker interval in stream octets (RFC 5044 section 4.3).
+pub const MARKER_INTERVAL: u32 = 512;
+/// The smallest MULPDU a sender may use (RFC 5044 section 4.5).
+pub const MIN_MULPDU: u32 = 128;
+
+/// The pad that makes `2 + ulpdu_len + pad` a multiple of four (RFC 5044 section 4.1).
+pub fn pad_len(ulpdu_len: u16) -> usize {
+    // (2 + len) mod 4, then the distance to the next multiple of four.
+    usize::from(ulpdu_len.wrapping_add(2)).wrapping_neg() & 3
+}
+
+/// The length of an FPDU without markers: length field, ULPDU, pad and CRC.
+pub fn fpdu_len(ulpdu_len: u16) -> usize {
+    usize::from(ulpdu_len)
+        .wrapping_add(MPA_HDR_LEN)
+        .wrapping_add(pad_len(ulpdu_len))
+        .wrapping_add(CRC_LEN)
+}
+
+/// The largest ULPDU that fits an EMSS-byte TCP segment (RFC 5044 section 4.5):
+///
+/// - without markers: `MULPDU = EMSS - (6 + EMSS mod 4)`;
+/// - with markers: `MULPDU = EMSS - (6 + 4 * Ceiling(EMSS / 512) + EMSS mod 4)`.
+///
+/// The result is never below 128 octets (the sender "MUST NOT shrink the MULPDU
+/// below 128 octets") and never above the 16-bit ULPDU_Length.
+pub fn mulpdu(emss: u32, markers: bool) -> u16 {
+    let mut overhead = 6u32.saturating_add(emss & 3);
+    if markers {
+        let n = emss.div_ceil(MARKER_INTERVAL);
+        overhead = overhead.saturating_add(n.saturating_mul(4));
+    }
+    let m = emss.saturating_sub(overhead).max(MIN_MULPDU);
+    u16::try_from(m).unwrap_or(u16::MAX)
+}
+
+/// The FPDU trailer: `pad` zero bytes followed by the CRC field.
+///
+/// Returns the bytes and how many of them to send (`pad + 4`). With CRC disabled pass
+/// `crc = 0`: the field "is still present, may contain any value" (RFC 5044 section
+/// 4.1), and the C siw sends zero.
+pub fn trailer(pad: usize, crc: u32) -> ([u8; 7], usize) {
+    let pad = pad & 3;
+    let mut t = [0u8; 7];
+    let c = crc_to_wire(crc);
+    let n = pad.wrapping_add(CRC_LEN);
+    if let Some(dst) = t.get_mut(pad..n) {
+        dst.copy_from_slice(&c);
+    }
+    (t, n.min(7))
+}
+
+/// Encodes a marker with the given FPDUPTR (RFC 5044 section 4.2). The reserved half
+/// is zero.
+pub const fn encode_marker(fpduptr: u16) -> [u8; 4] {
+    let p = fpduptr.to_be_bytes();
+    [0, 0, p[0], p[1]]
+}
+
+/// Decodes the FPDUPTR of a marker; the two low bits "MUST always be treated as zero
+/// for calculations" (RFC 5044 section 4.2).
+pub const fn decode_marker(m: [u8; 4]) -> u16 {
+    u16::from_be_bytes([m[2], m[3]]) & !3
+}
+
+/// One piece of the transmitted byte stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Bytes of the caller's data.
+    Data(&'a [u8]),
+    /// A marker to send at this point.
+    Marker([u8; 4]),
+}
+
+impl Piece<'_> {
+    /// The bytes of this piece.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Data(d) => d,
+            Piece::Marker(m) => m,
+        }
+    }
+}
+
+/// The error of marker insertion: the FPDU is too long for a 16-bit FPDUPTR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FpduTooLong;
+
+/// Transmit-side marker state: the stream position of the next octet and the start of
+/// the current FPDU.
+///
+/// Use per FPDU: [`MarkerTx::start_fpdu`], then [`MarkerTx::pieces`] over the header,
+/// payload and pad slices (in order), then [`MarkerTx::before_crc`] and
+/// [`MarkerTx::crc_field`]. Feed every piece up to and including `before_crc`'s marker
+/// into the CRC. No allocation: pieces borrow the caller's slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MarkerTx {
+    pos: u32,
+    fpdu_start: u32,
+}
+
+impl MarkerTx {
+    /// Starts at stream position 0, the first octet of the Full Operation Phase.
+    pub const fn new() -> Self {
+        Self::at(0)
+    }
+
+    /// Starts at the given stream position.
+    pub const fn at(pos: u32) -> Self {
+        Self {
+            pos,
+            fpdu_start: pos,
+        }
+    }
+
+    /// The stream position of the next octet to send.
+    pub const fn position(&self) -> u32 {
+        self.pos
+    }
+
+    const fn at_boundary(&self) -> bool {
+        self.pos & (MARKER_INTERVAL - 1) == 0
+    }
+
+    /// Begins an FPDU whose ULPDU is `ulpdu_len` octets. Returns the marker (FPDUPTR 0)
+    /// to send first when one is due exactly where the FPDU starts; it belongs to this
+    /// FPDU and its CRC (RFC 5044 section 4.3 and 4.4 rule 2).
+    ///
+    /// Fails when a marker inside the FPDU would lie more than 65535 octets after the
+    /// length field, which a 16-bit FPDUPTR cannot express.
+    pub fn start_fpdu(&mut self, ulpdu_len: u16) -> Result<Option<[u8; 4]>, FpduTooLong> {
+        let mut lead = None;
+        let mut start = self.pos;
+        if self.at_boundary() {
+            lead = Some(encode_marker(0));
+            start = start.wrapping_add(4);
+        }
+        // Octets from the FPDU start to its first inner marker, then one marker per
+        // 508 further octets of FPDU data.
+        let len = u32::try_from(fpdu_len(ulpdu_len)).map_err(|_| FpduTooLong)?;
+        let first =
+            MARKER_INTERVAL.wrapping_sub(start & (MARKER_INTERVAL - 1)) & (MARKER_INTERVAL - 1);
+        let first = if first == 0 { MARKER_INTERVAL } else { first };
+        if len > first {
+            // Markers at data offsets first, first + 508, ... below len - 4 + 1.
+            let inner = len.wrapping_sub(first).wrapping_sub(1) / 508;
+            let last_ptr = u64::from(first).saturating_add(u64::from(inner).saturating_mul(512));
+            if last_ptr > 0xFFFF {
+                return Err(FpduTooLong);
+            }
+        }
+        if lead.is_some() {
+            self.pos = start;
+        }
+        self.fpdu_start = start;
+        Ok(lead)
+    }
+
+    /// Splits `data` (the next octets of the current FPDU) into pieces with markers
+    /// interleaved where the stream reaches a 512-octet boundary.
+    pub fn pieces<'s, 'a>(&'s mut self, data: &'a [u8]) -> Pieces<'s, 'a> {
+        Pieces {
+            tx: self,
+            data,
+            emitted_marker_here: false,
+        }
+    }
+
+    /// The marker due right before the CRC field, if the stream is at a boundary. It
+    /// is inside this FPDU and covered by its CRC (RFC 5044 section 4.4 rule 1).
+    pub fn before_crc(&mut self) -> Option<[u8; 4]> {
+        if self.at_boundary() {
+            let ptr = self.pos.wrapping_sub(self.fpdu_start);
+            self.pos = self.pos.wrapping_add(4);
+            Some(encode_marker(u16::try_from(ptr).unwrap_or(0xFFFC)))
+        } else {
+            None
+        }
+    }
+
+    /// Accounts for the 4-byte CRC field, which a marker never splits.
+    pub fn crc_field(&mut self) {
+        self.pos = self.pos.wrapping_add(4);
+    }
+
+    fn marker(&mut self) -> [u8; 4] {
+        let ptr = self.pos.wrapping_sub(self.fpdu_start);
+        self.pos = self.pos.wrapping_add(4);
+        encode_marker(u16::try_from(ptr).unwrap_or(0xFFFC))
+    }
+}
+
+impl Default for MarkerTx {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The iterator of [`MarkerTx::pieces`].
+pub struct Pieces<'s, 'a> {
+    tx: &'s mut MarkerTx,
+    data: &'a [u8],
+    emitted_marker_here: bool,
+}
+
+impl<'a> Iterator for Pieces<'_, 'a> {
+    type Item = Piece<'a>;
+
+    fn next(&mut self) -> Option<Piece<'a>> {
+        if self.data.is_empty() {
+            return None;
+        }
+        let off = self.tx.pos & (MARKER_INTERVAL - 1);
+        if off == 0 && !self.emitted_marker_here {
+            self.emitted_marker_here = true;
+            return Some(Piece::Marker(self.tx.marker()));
+        }
+        self.emitted_marker_here = false;
+        let room = usize::try_from(MARKER_INTERVAL.wrapping_sub(off)).unwrap_or(usize::MAX);
+        let (head, tail) = self.data.split_at(room.min(self.data.len()));
+        self.data = tail;
+        self.tx.pos = self
+            .tx
+            .pos
+            .wrapping_add(u32::try_from(head.len()).unwrap_or(0));
+        Some(Piece::Data(head))
+    }
+}
+
+/// Frames one FPDU into `out`: optional markers, the `parts` (the header starting at
+/// the length field, then the payload slices), the pad and the CRC.
+///
+/// `parts` must add up to `2 + ULPDU_Length` octets, with the length field matching.
+/// `crc` is `None` when CRC is off (the field is sent as zero). `markers` is `None`
+/// when markers are off. Returns the number of octets written. This is the simple,
+/// copying path (short FPDUs, Terminate, tests); the zero-copy transmit path uses
+/// [`MarkerTx`] and [`trailer`] directly.
+pub fn write_fpdu<C: Crc32c>(
+    out: &mut [u8],
+    parts: &[&[u8]],
+    mut crc: Option<&mut C>,
+    markers: Option<&mut MarkerTx>,
+) -> Result<usize, BufferTooSmall> {
+    let total: usize = parts
+        .iter()
+        .map(|p| p.len())
+        .fold(0usize, usize::saturating_add);
+    let ulpdu = u16::try_from(total.checked_sub(MPA_HDR_LEN).ok_or(BufferTooSmall)?)
+        .map_err(|_| BufferTooSmall)?;
+    let pad = pad_len(ulpdu);
+    let mut w = Out { buf: out, len: 0 };
+    if let Some(c) = crc.as_deref_mut() {
+        c.reset();
+    }
+    let zeros = [0u8; 3];
+    let pad_bytes = zeros.get(..pad).ok_or(BufferTooSmall)?;
+    if let Some(m) = markers {
+        if let Some(lead) = m.start_fpdu(ulpdu).map_err(|_| BufferTooSmall)? {
+            w.put(&lead, crc.as_deref_mut())?;
+        }
+        for part in parts.iter().copied().chain(core::iter::once(pad_bytes)) {
+            for piece in m.pieces(part) {
+                w.put(piece.bytes(), crc.as_deref_mut())?;
+            }
+        }
+        if let Some(mk) = m.before_crc() {
+            w.put(&mk, crc.as_deref_mut())?;
+        }
+        m.crc_field();
+    } else {
+        for part in parts.iter().copied().chain(core::iter::once(pad_bytes)) {
+            w.put(part, crc.as_deref_mut())?;
+        }
+    }
+    let value = crc.as_deref().map_or(0, Crc32c::value);
+    w.put::<C>(&crc_to_wire(value), None)?;
+    Ok(w.len)
+}
+
+struct Out<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Out<'_> {
+    fn put<C: Crc32c>(&mut self, data: &[u8], crc: Option<&mut C>) -> Result<(), BufferTooSmall> {
+        let end = self.len.checked_add(data.len()).ok_or(BufferTooSmall)?;
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(BufferTooSmall)?
+            .copy_from_slice(data);
+        self.len = end;
+        if let Some(c) = crc {
+            c.update(data);
+        }
+        Ok(())
+    }
+}

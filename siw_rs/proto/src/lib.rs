@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The iWARP wire protocol of siw_rs: MPA (RFC 5044, RFC 6581), DDP (RFC 5041) and
+//! RDMAP (RFC 5040, RFC 7306).
+//!
+//! This crate is plain `no_std` Rust with no dependencies, no allocation and no
+//! `unsafe`. The same sources are compiled on the host (unit tests, property tests and
+//! fuzzing) and into `siw_rs.ko`, where `lib.rs` is loaded as a submodule of the
+//! kernel crate. The module calls this code; this code never calls the kernel.
+//!
+//! Layout:
+//! - [`crc`]: the CRC32C trait and a table-driven software implementation.
+//! - [`error`]: Terminate error codes (layer, error type, error code).
+//! - [`mpa`]: MPA request/reply frames and connection parameter negotiation.
+//! - [`ddp`]: DDP control word, tagged and untagged headers, placement checks.
+//! - [`rdmap`]: RDMAP opcodes, RDMAP headers and the full FPDU header.
+//! - [`fpdu`]: FPDU framing: padding, CRC trailer, MULPDU and MPA markers.
+//! - [`segment`]: segmentation of a message into DDP segments.
+//! - [`rx`]: the streaming receiver that turns a TCP byte stream into events.
+#![cfg_attr(not(MODULE), no_std)]
+
+pub mod crc;
+pub mod ddp;
+pub mod error;
+pub mod fpdu;
+pub mod mpa;
+pub mod rdmap;
+pub mod rx;
+pub mod segment;
+mod wire;

@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The streaming receiver: turns the TCP byte stream of the Full Operation Phase into
+//! header events, payload slices and trailer verdicts.
+//!
+//! The input may be split at any point; the events are the same whatever the split
+//! (payload slices may be cut differently, their concatenation per FPDU is the same).
+//! Memory is bounded (one header, one trailer and one marker buffer inside the
+//! struct) and nothing is allocated. Every call either consumes input, returns an
+//! event, or fails with the [`TermError`] to send in a TERMINATE; errors are final.
+//!
+//! What the receiver checks on its own:
+//! - MPA: the CRC (RFC 5044 section 4.4) when negotiated; marker FPDUPTRs against the
+//!   FPDU start (section 4.3), reported as LLP "FPDU start" error only when the CRC is
+//!   valid (section 8, code 3); markers are stripped and never returned as payload.
+//! - DDP and RDMAP header rules that need no QP resources: see
+//!   [`FpduHeader::parse`] and [`check_prefix`].
+//! - Message continuity, as the C siw does it (`siw_get_hdr()` and the
+//!   `siw_*_check_ntoh()` functions): one untagged and one tagged message may be in
+//!   progress at a time (they may interleave with each other, not with a message of
+//!   the same model); continuation segments must repeat the opcode, QN, MSN or STag,
+//!   and continue at the next MO or TO; each untagged message must carry the next MSN
+//!   of its queue (starting at 1, RFC 5041 section 4.3) and start at MO 0.
+//!
+//! What the caller checks with QP state: STag lookup and bounds
+//! ([`super::ddp::check_tagged_bounds`]), receive buffer availability and length
+//! ([`super::ddp::check_untagged`]), Read Response against the outstanding read,
+//! Invalidate STags.
+
+use super::crc::{crc_from_wire, Crc32c};
+use super::ddp::{Ctrl, DdpHdr, MSN_INITIAL};
+use super::error::{ParseError, TermError};
+use super::fpdu::{decode_marker, pad_len, CRC_LEN, MARKER_INTERVAL, MARKER_LEN};
+use super::rdmap::{check_prefix, FpduHeader, HeaderOptions, Opcode, MAX_HDR_LEN};
+
+/// The number of untagged queues tracked (QN 0 to 3, [`super::ddp::QN_COUNT`]).
+const QUEUES: usize = 4;
+
+/// What was negotiated for the receive direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct RxConfig {
+    /// Check the FPDU CRC (MPA C bit in either frame).
+    pub crc: bool,
+    /// The peer inserts markers (we set M in our MPA frame).
+    pub markers: bool,
+    /// Header validation options.
+    pub header: HeaderOptions,
+}
+
+/// One thing the receiver found in the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A complete, validated FPDU header. `first` is true when the segment starts a
+    /// new message. The payload (`header.payload_len()` octets) follows as
+    /// [`Event::Payload`] slices.
+    Header {
+        /// The header.
+        header: FpduHeader,
+        /// Whether this segment is the first of its message.
+        first: bool,
+    },
+    /// The next payload octets of the current FPDU, markers removed. Place them at the
+    /// header's offset plus the payload octets already seen.
+    Payload(&'a [u8]),
+    /// The FPDU is complete and its CRC (when enabled) is correct.
+    End,
+}
+
+/// The result of one [`Receiver::feed`] call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step<'a> {
+    /// How many input octets were consumed.
+    pub consumed: usize,
+    /// The event found, if any. `None` means all input was consumed without completing
+    /// anything.
+    pub event: Option<Event<'a>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Header,
+    Payload { rem: u32 },
+    Trailer,
+    Failed(TermError),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Untagged {
+    opcode: Opcode,
+    qn: u32,
+    msn: u32,
+    next_mo: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tagged {
+    opcode: Opcode,
+    stag: u32,
+    next_to: u64,
+}
+
+/// The streaming receiver of one connection. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Receiver<C: Crc32c> {
+    cfg: RxConfig,
+    crc: C,
+    state: State,
+    hdr: [u8; MAX_HDR_LEN],
+    hdr_have: usize,
+    hdr_need: usize,
+    hdr_stale: bool,
+    cur: Option<FpduHeader>,
+    trailer: [u8; 7],
+    tr_have: usize,
+    tr_need: usize,
+    pad: usize,
+    pos: u32,
+    fpdu_start: u32,
+    fpdu_open: bool,
+    marker: [u8; MARKER_LEN],
+    marker_have: usize,
+    marker_at: u32,
+    marker_bad: bool,
+    msn: [u32; QUEUES],
+    untagged: Option<Untagged>,
+    tagged: Option<Tagged>,
+}
+
+impl<C: Crc32c> Receiver<C> {
+    /// A receiver positioned at the first octet of the Full Operation Phase.
+    pub fn new(cfg: RxConfig, mut crc: C) -> Self {
+        crc.reset();
+        Self {
+            cfg,
+            crc,
+            state: State::Header,
+            hdr: [0; MAX_HDR_LEN],
+            hdr_have: 0,
+            hdr_need: 4,
+            hdr_stale: false,
+            cur: None,
+            trailer: [0; 7],
+            tr_have: 0,
+            tr_need: 0,
+            pad: 0,
+            pos: 0,
+            fpdu_start: 0,
+            fpdu_open: false,
+            marker: [0; MARKER_LEN],
+            marker_have: 0,
+            marker_at: 0,
+            marker_bad: false,
+            msn: [MSN_INITIAL; QUEUES],
+            untagged: None,
+            tagged: None,
+        }
+    }
+
+    /// The configuration.
+    pub const fn config(&self) -> &RxConfig {
+        &self.cfg
+    }
+
+    /// The stream position of the next octet (octets consumed so far, modulo 2^32).
+    pub const fn position(&self) -> u32 {
+        self.pos
+    }
+
+    /// The error that stopped the receiver, if any.
+    pub const fn error(&self) -> Option<TermError> {
+        match self.state {
+            State::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the receiver is between FPDUs (no partial header, payload, trailer or
+    /// marker pending).
+    pub const fn at_fpdu_boundary(&self) -> bool {
+        matches!(self.state, State::Header) && !self.fpdu_open && self.marker_have == 0
+    }
+
+    /// The MSN the next new message on queue `qn` must carry.
+    pub fn expected_msn(&self, qn: u32) -> Option<u32> {
+        self.msn.get(usize::try_from(qn).ok()?).copied()
+    }
+
+    /// The raw octets of the current (or last) FPDU header, starting at the MPA length
+    /// field, as far as they arrived. Pass them to [`super::rdmap::build_terminate`].
+    pub fn raw_header(&self) -> &[u8] {
+        self.hdr.get(..self.hdr_have).unwrap_or(&[])
+    }
+
+    /// The header of the FPDU being received, once its Header event was returned.
+    pub const fn current_header(&self) -> Option<&FpduHeader> {
+        self.cur.as_ref()
+    }
+
+    fn fail(&mut self, e: TermError) -> TermError {
+        self.state = State::Failed(e);
+        e
+    }
+
+    fn absorb(&mut self, bytes: &[u8]) {
+        if self.cfg.crc {
+            self.crc.update(bytes);
+        }
+        self.pos = self
+            .pos
+            .wrapping_add(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+    }
+
+    /// Consumes octets from `input` until one event is found or the input ends.
+    ///
+    /// Call it again with the unconsumed rest (`&input[step.consumed..]`) until all
+    /// input is consumed. With non-empty input and no error, every call consumes at
+    /// least one octet.
+    pub fn feed<'a>(&mut self, input: &'a [u8]) -> Result<Step<'a>, TermError> {
+        if let State::Failed(e) = self.state {
+            return Err(e);
+        }
+        let mut rest = input;
+        let mut consumed = 0usize;
+        loop {
+            if rest.is_empty() {
+                return Ok(Step {
+                    consumed,
+                    event: None,
+                });
+            }
+            let in_marker =
+                self.cfg.markers && (self.marker_have > 0 || self.pos & (MARKER_INTERVAL - 1) == 0);
+            if in_marker {
+                let n = self.take_marker(rest);
+                let (_, tail) = rest.split_at(n);
+                rest = tail;
+                consumed = consumed.saturating_add(n);
+                continue;
+            }
+            let limit = if self.cfg.markers {
+                let off = self.pos & (MARKER_INTERVAL - 1);
+                usize::try_from(MARKER_INTERVAL.wrapping_sub(off)).unwrap_or(usize::MAX)
+            } else {
+                usize::MAX
+            };
+            let (avail, _) = rest.split_at(limit.min(rest.len()));
+            let (n, event) = match self.state {
+                State::Header => self.take_header(avail)?,
+                State::Payload { rem } => self.take_payload(avail, rem),
+                State::Trailer => self.take_trailer(avail)?,
+                State::Failed(e) => return Err(e),
+            };
+            let (_, tail) = rest.split_at(n.min(rest.len()));
+            rest = tail;
+            consumed = consumed.saturating_add(n);
+            if event.is_some() {
+                return Ok(Step { consumed, event });
+            }
+        }
+    }
+
+    fn take_marker(&mut self, rest: &[u8]) -> usize {
+        if self.marker_have == 0 {
+            self.marker_at = self.pos;
+        }
+        let want = MARKER_LEN.saturating_sub(self.marker_have);
+        let n = want.min(rest.len());
+        let (bytes, _) = rest.split_at(n);
+        let end = self.marker_have.saturating_add(n);
+        if let Some(dst) = self.marker.get_mut(self.marker_have..end) {
+            dst.copy_from_slice(bytes);
+        }
+        self.marker_have = end;
+        self.absorb(bytes);
+        if self.marker_have >= MARKER_LEN {
+            self.marker_have = 0;
+            let ptr = u32::from(decode_marker(self.marker));
+            let expected = if self.fpdu_open {
+                self.marker_at.wrapping_sub(self.fpdu_start)
+            } else {
+                0
+            };
+            if ptr != expected {
+                self.marker_bad = true;
+            }
+        }
+        n
+    }
+
+    fn take_header<'a>(
+        &mut self,
+        avail: &'a [u8],
+    ) -> Result<(usize, Option<Event<'a>>), TermError> {
+        if self.hdr_stale || !self.fpdu_open {
+            self.hdr_stale = false;
+            self.hdr_have = 0;
+            self.hdr_need = 4;
+            self.cur = None;
+        }
+        if self.hdr_have == 0 {
+            self.fpdu_start = self.pos;
+            self.fpdu_open = true;
+        }
+        let want = self.hdr_need.saturating_sub(self.hdr_have);
+        let n = want.min(avail.len());
+        let (bytes, _) = avail.split_at(n);
+        let end = self.hdr_have.saturating_add(n);
+        if let Some(dst) = self.hdr.get_mut(self.hdr_have..end) {
+            dst.copy_from_slice(bytes);
+        }
+        self.hdr_have = end;
+        self.absorb(bytes);
+        if self.hdr_have < self.hdr_need {
+            return Ok((n, None));
+        }
+        if self.hdr_need == 4 {
+            let [l0, l1, c0, c1] = match self.hdr.first_chunk::<4>() {
+                Some(p) => *p,
+                None => return Err(self.fail(TermError::LlpLocalCatastrophic)),
+            };
+            let ulpdu = u16::from_be_bytes([l0, l1]);
+            let ctrl = Ctrl(u16::from_be_bytes([c0, c1]));
+            match check_prefix(ulpdu, ctrl, self.cfg.header) {
+                Ok(op) => self.hdr_need = op.header_len(),
+                Err(e) => return Err(self.fail(e)),
+            }
+            return Ok((n, None));
+        }
+        let parsed = FpduHeader::parse(self.raw_header(), self.cfg.header);
+        let header = match parsed {
+            Ok((h, _)) => h,
+            Err(ParseError::Invalid(e)) => return Err(self.fail(e)),
+            Err(ParseError::Truncated { .. }) => {
+                return Err(self.fail(TermError::LlpLocalCatastrophic))
+            }
+        };
+        let first = match self.check_stream(&header) {
+            Ok(f) => f,
+            Err(e) => return Err(self.fail(e)),
+        };
+        self.cur = Some(header);
+        self.pad = pad_len(header.ulpdu_len);
+        let payload = u32::try_from(header.payload_len()).unwrap_or(u32::MAX);
+        self.enter_payload(payload);
+        Ok((n, Some(Event::Header { header, first })))
+    }
+
+    fn enter_payload(&mut self, rem: u32) {
+        if rem == 0 {
+            self.state = State::Trailer;
+            self.tr_have = 0;
+            self.tr_need = self.pad.saturating_add(CRC_LEN);
+        } else {
+            self.state = State::Payload { rem };
+        }
+    }
+
+    fn take_payload<'a>(&mut self, avail: &'a [u8], rem: u32) -> (usize, Option<Event<'a>>) {
+        let n = usize::try_from(rem).unwrap_or(usize::MAX).min(avail.len());
+        let (bytes, _) = avail.split_at(n);
+        self.absorb(bytes);
+        let left = rem.saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
+        self.enter_payload(left);
+        (n, Some(Event::Payload(bytes)))
+    }
+
+    fn take_trailer<'a>(
+        &mut self,
+        avail: &'a [u8],
+    ) -> Result<(usize, Option<Event<'a>>), TermError> {
+        let want = self.tr_need.saturating_sub(self.tr_have);
+        let n = want.min(avail.len());
+        let (bytes, _) = avail.split_at(n);
+        // The pad is covered by the CRC, the CRC field is not.
+        let pad_left = self.pad.saturating_sub(self.tr_have).min(n);
+        let (pad_bytes, _) = bytes.split_at(pad_left);
+        if self.cfg.crc {
+            self.crc.update(pad_bytes);
+        }
+        let end = self.tr_have.saturating_add(n);
+        if let Some(dst) = self.trailer.get_mut(self.tr_have..end) {
+            dst.copy_from_slice(bytes);
+        }
+        self.tr_have = end;
+        self.pos = self.pos.wrapping_add(u32::try_from(n).unwrap_or(u32::MAX));
+        if self.tr_have < self.tr_need {
+            return Ok((n, None));
+        }
+        if self.cfg.crc {
+            let field = self
+                .trailer
+                .get(self.pad..self.tr_need)
+                .and_then(|f| f.first_chunk::<4>())
+                .copied()
+                .unwrap_or([0; 4]);
+            if crc_from_wire(field) != self.crc.value() {
+                return Err(self.fail(TermError::LlpCrc));
+            }
+        }
+        if self.marker_bad {
+            return Err(self.fail(TermError::LlpFpduStart));
+        }
+        self.crc.reset();
+        self.state = State::Header;
+        self.fpdu_open = false;
+        self.hdr_stale = true;
+        Ok((n, Some(Event::End)))
+    }
+
+    /// The continuity checks described in the module documentation. Returns whether
+    /// the segment starts a new message.
+    fn check_stream(&mut self, h: &FpduHeader) -> Result<bool, TermError> {
+        let payload = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
+        match h.ddp {
+            DdpHdr::Untagged(u) => {
+                let idx = usize::try_from(u.qn).map_err(|_| TermError::DdpUntaggedInvalidQn)?;
+                let expected = *self.msn.get(idx).ok_or(TermError::DdpUntaggedInvalidQn)?;
+                let first = match self.untagged {
+                    Some(p) => {
+                        if p.opcode != h.opcode {
+                            return Err(TermError::RdmapUnexpectedOpcode);
+                        }
+                        if p.qn != u.qn {
+                            return Err(TermError::DdpUntaggedInvalidQn);
+                        }
+                        if p.msn != u.msn {
+                            return Err(TermError::DdpUntaggedMsnRange);
+                        }
+                        if p.next_mo != u.mo {
+                            return Err(TermError::DdpUntaggedInvalidMo);
+                        }
+                        false
+                    }
+                    None => {
+                        if u.msn != expected {
+                            return Err(TermError::DdpUntaggedMsnRange);
+                        }
+                        if u.mo != 0 {
+                            return Err(TermError::DdpUntaggedInvalidMo);
+                        }
+                        true
+                    }
+                };
+                let next_mo =
+                    u.mo.checked_add(payload)
+                        .ok_or(TermError::DdpUntaggedTooLong)?;
+                if h.last {
+                    self.untagged = None;
+                    if let Some(m) = self.msn.get_mut(idx) {
+                        *m = u.msn.wrapping_add(1);
+                    }
+                } else {
+                    self.untagged = Some(Untagged {
+                        opcode: h.opcode,
+                        qn: u.qn,
+                        msn: u.msn,
+                        next_mo,
+                    });
+                }
+                Ok(first)
+            }
+            DdpHdr::Tagged(t) => {
+                let first = match self.tagged {
+                    Some(p) => {
+                        if p.opcode != h.opcode {
+                            return Err(TermError::RdmapUnexpectedOpcode);
+                        }
+                        if p.stag != t.stag {
+                            return Err(TermError::DdpTaggedInvalidStag);
+                        }
+                        if p.next_to != t.to {
+                            return Err(TermError::DdpTaggedBaseBounds);
+                        }
+                        false
+                    }
+                    None => true,
+                };
+                if h.last {
+                    self.tagged = None;
+                } else {
+                    self.tagged = Some(Tagged {
+                        opcode: h.opcode,
+                        stag: t.stag,
+                        next_to: t.to.wrapping_add(u64::from(payload)),
+                    });
+                }
+                Ok(first)
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Segmentation of one RDMAP message into DDP segments (RFC 5041 section 5.2).
+//!
+//! A [`Segmenter`] yields one [`Segment`] per FPDU: the encoded header (MPA length
+//! field first), the range of the message payload the FPDU carries, the pad and the
+//! L flag. Untagged segments advance the MO, tagged ones the TO. Every segment's
+//! ULPDU is at most the given MULPDU (RFC 5041 section 5.2: "no larger than the
+//! MULPDU value Advertised by the LLP"). Non-last segments carry a multiple of four
+//! payload octets, so that they need no pad; the C siw does the same (its segments
+//! fill the TCP segment exactly, `siw_qp_tx.c`). A zero-length message is exactly
+//! one segment (RFC 5041 section 5.2).
+
+use super::ddp::{DdpHdr, TaggedHdr, UntaggedHdr};
+use super::fpdu::pad_len;
+use super::rdmap::{FpduHeader, Opcode, RdmapHdr, MAX_HDR_LEN, MPA_LEN_FIELD};
+
+/// Where a message goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// A tagged buffer: the sink STag and the TO of the first payload byte.
+    Tagged {
+        /// Sink STag.
+        stag: u32,
+        /// Tagged Offset of the first payload byte.
+        to: u64,
+    },
+    /// An untagged queue.
+    Untagged {
+        /// Queue Number.
+        qn: u32,
+        /// Message Sequence Number of this message.
+        msn: u32,
+        /// `RsvdULP[8:39]`: the Invalidate STag of the Send with Invalidate messages,
+        /// otherwise zero.
+        rsvd_ulp: u32,
+    },
+}
+
+/// The description of one message to segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Message {
+    /// The RDMAP opcode.
+    pub opcode: Opcode,
+    /// The buffer model and addressing fields.
+    pub target: Target,
+    /// The RDMAP header (Read Request, Terminate, RFC 7306 headers), else `None`.
+    pub rdmap: RdmapHdr,
+    /// Total payload length of the message.
+    pub len: u32,
+}
+
+/// Why a message cannot be segmented.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SegmentError {
+    /// The target's buffer model does not match the opcode, or the RDMAP header does
+    /// not fit the opcode.
+    Mismatch,
+    /// A header-only message with a payload, or one that does not fit one FPDU.
+    TooLong,
+    /// The MULPDU leaves no room for at least four payload octets after the header.
+    MulpduTooSmall,
+    /// TO plus message length wraps 64 bits (RFC 5041 section 7.1, TO wrap).
+    ToWrap,
+}
+
+/// One DDP segment: its header bytes and the part of the message payload it carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Segment {
+    header: [u8; MAX_HDR_LEN],
+    header_len: usize,
+    /// The decoded header.
+    pub fpdu: FpduHeader,
+    /// Offset of the first payload octet within the message.
+    pub payload_offset: u32,
+    /// Number of payload octets.
+    pub payload_len: u32,
+    /// Number of pad octets after the payload.
+    pub pad: usize,
+    /// The DDP L flag.
+    pub last: bool,
+}
+
+impl Segment {
+    /// The encoded header, MPA length field first.
+    pub fn header(&self) -> &[u8] {
+        self.header.get(..self.header_len).unwrap_or(&[])
+    }
+}
+
+/// Yields the segments of one message. See the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Segmenter {
+    msg: Message,
+    max_payload: u32,
+    offset: u32,
+    done: bool,
+}
+
+fn rdmap_fits(op: Opcode, h: &RdmapHdr) -> bool {
+    matches!(
+        (op, h),
+        (
+            Opcode::RdmaWrite
+                | Opcode::ReadResponse
+                | Opcode::Send
+                | Opcode::SendInvalidate
+                | Opcode::SendSe
+                | Opcode::SendSeInvalidate,
+            RdmapHdr::None
+        ) | (Opcode::ReadRequest, RdmapHdr::ReadRequest(_))
+            | (Opcode::Terminate, RdmapHdr::Terminate(_))
+            | (
+                Opcode::ImmediateData | Opcode::ImmediateDataSe,
+                RdmapHdr::Immediate(_)
+            )
+            | (Opcode::AtomicRequest, RdmapHdr::AtomicRequest(_))
+            | (Opcode::AtomicResponse, RdmapHdr::AtomicResponse(_))
+    )
+}
+
+impl Segmenter {
+    /// Prepares the segmentation of `msg` into FPDUs whose ULPDU is at most `mulpdu`
+    /// octets (see [`super::fpdu::mulpdu`]).
+    pub fn new(msg: Message, mulpdu: u16) -> Result<Self, SegmentError> {
+        let tagged = matches!(msg.target, Target::Tagged { .. });
+        if tagged != msg.opcode.is_tagged() || !rdmap_fits(msg.opcode, &msg.rdmap) {
+            return Err(SegmentError::Mismatch);
+        }
+        let hdr_ulp = msg.opcode.header_len().saturating_sub(MPA_LEN_FIELD);
+        let room = usize::from(mulpdu)
+            .checked_sub(hdr_ulp)
+            .ok_or(SegmentError::MulpduTooSmall)?;
+        let room = u32::try_from(room).map_err(|_| SegmentError::MulpduTooSmall)?;
+        let max_msg = msg.opcode.max_payload();
+        if max_msg != u32::MAX {
+            // Header-only messages (and Terminate with its copied headers) are one
+            // segment.
+            if msg.len > max_msg || msg.len > room {
+                return Err(SegmentError::TooLong);
+            }
+        } else if room < 4 {
+            return Err(SegmentError::MulpduTooSmall);
+        }
+        if let Target::Tagged { to, .. } = msg.target {
+            if msg.len != 0 && to.checked_add(u64::from(msg.len)).is_none() {
+                return Err(SegmentError::ToWrap);
+            }
+        }
+        Ok(Self {
+            msg,
+            max_payload: room,
+            offset: 0,
+            done: false,
+        })
+    }
+
+    /// The number of segments still to come.
+    pub fn remaining(&self) -> u32 {
+        if self.done {
+            return 0;
+        }
+        let left = self.msg.len.saturating_sub(self.offset);
+        let step = self.max_payload & !3;
+        if left <= self.max_payload || step == 0 {
+            return 1;
+        }
+        // Full segments of `step` octets while more than max_payload remains.
+        left.saturating_sub(self.max_payload)
+            .div_ceil(step)
+            .saturating_add(1)
+    }
+}
+
+impl Iterator for Segmenter {
+    type Item = Segment;
+
+    fn next(&mut self) -> Option<Segment> {
+        if self.done {
+            return None;
+        }
+        let left = self.msg.len.checked_sub(self.offset)?;
+        let (len, last) = if left <= self.max_payload {
+            (left, true)
+        } else {
+            // A non-last segment carries a multiple of four octets: no pad.
+            (self.max_payload & !3, false)
+        };
+        let offset = self.offset;
+        let ddp = match self.msg.target {
+            Target::Tagged { stag, to } => DdpHdr::Tagged(TaggedHdr {
+                stag,
+                to: to.wrapping_add(u64::from(offset)),
+            }),
+            Target::Untagged { qn, msn, rsvd_ulp } => DdpHdr::Untagged(UntaggedHdr {
+                rsvd_ulp,
+                qn,
+                msn,
+                mo: offset,
+            }),
+        };
+        let hdr_ulp = self.msg.opcode.header_len().saturating_sub(MPA_LEN_FIELD);
+        let ulpdu_len = u16::try_from(usize::try_from(len).ok()?.checked_add(hdr_ulp)?).ok()?;
+        let fpdu = FpduHeader {
+            ulpdu_len,
+            last,
+            opcode: self.msg.opcode,
+            ddp,
+            rdmap: self.msg.rdmap,
+        };
+        let mut header = [0u8; MAX_HDR_LEN];
+        let header_len = fpdu.encode(&mut header).ok()?;
+        self.offset = offset.checked_add(len)?;
+        self.done = last;
+        Some(Segment {
+            header,
+            header_len,
+            fpdu,
+            payload_offset: offset,
+            payload_len: len,
+            pad: pad_len(ulpdu_len),
+            last,
+        })
+    }
+}
