@@ -6,10 +6,11 @@
 //! field first), the range of the message payload the FPDU carries, the pad and the
 //! L flag. Untagged segments advance the MO, tagged ones the TO. Every segment's
 //! ULPDU is at most the given MULPDU (RFC 5041 section 5.2: "no larger than the
-//! MULPDU value Advertised by the LLP"). Non-last segments carry a multiple of four
-//! payload octets, so that they need no pad; the C siw does the same (its segments
-//! fill the TCP segment exactly, `siw_qp_tx.c`). A zero-length message is exactly
-//! one segment (RFC 5041 section 5.2).
+//! MULPDU value Advertised by the LLP"), and every segment but the last carries as
+//! much payload as fits, as in the examples of RFC 5041 section 5.2. With a MULPDU
+//! from [`super::fpdu::mulpdu`] (always 2 modulo 4) the non-last segments need no
+//! pad and fill the TCP segment exactly, as the C siw's do (`siw_qp_tx.c`). A
+//! zero-length message is exactly one segment (RFC 5041 section 5.2).
 
 use super::ddp::{DdpHdr, TaggedHdr, UntaggedHdr};
 use super::fpdu::pad_len;
@@ -58,7 +59,7 @@ pub enum SegmentError {
     Mismatch,
     /// A header-only message with a payload, or one that does not fit one FPDU.
     TooLong,
-    /// The MULPDU leaves no room for at least four payload octets after the header.
+    /// The MULPDU leaves no room for payload after the header.
     MulpduTooSmall,
     /// TO plus message length wraps 64 bits (RFC 5041 section 7.1, TO wrap).
     ToWrap,
@@ -139,7 +140,7 @@ impl Segmenter {
             if msg.len > max_msg || msg.len > room {
                 return Err(SegmentError::TooLong);
             }
-        } else if room < 4 {
+        } else if room == 0 {
             return Err(SegmentError::MulpduTooSmall);
         }
         if let Target::Tagged { to, .. } = msg.target {
@@ -161,14 +162,10 @@ impl Segmenter {
             return 0;
         }
         let left = self.msg.len.saturating_sub(self.offset);
-        let step = self.max_payload & !3;
-        if left <= self.max_payload || step == 0 {
+        if left == 0 || self.max_payload == 0 {
             return 1;
         }
-        // Full segments of `step` octets while more than max_payload remains.
-        left.saturating_sub(self.max_payload)
-            .div_ceil(step)
-            .saturating_add(1)
+        left.div_ceil(self.max_payload)
     }
 }
 
@@ -183,8 +180,7 @@ impl Iterator for Segmenter {
         let (len, last) = if left <= self.max_payload {
             (left, true)
         } else {
-            // A non-last segment carries a multiple of four octets: no pad.
-            (self.max_payload & !3, false)
+            (self.max_payload, false)
         };
         let offset = self.offset;
         let ddp = match self.msg.target {
