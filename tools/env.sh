@@ -1,0 +1,21 @@
+# Sourced by the tools: the toolchain and cache locations siw_rs builds with.
+# Rust for the kernel is Debian's rustc-web (rustup's rustc comes first on PATH and has
+# no library source); host crates use rustup's cargo.
+SIW_RS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SIW_RS_CACHE=${SIW_RS_CACHE:-/var/cache/siw_rs}
+SIW_RS_KVER=${SIW_RS_KVER:-7.3}
+KSRC=${KSRC:-$SIW_RS_CACHE/linux-source-$SIW_RS_KVER}
+export PATH="$HOME/.cargo/bin:$PATH"
+KMAKE_VARS=(LLVM=-19 RUSTC=/usr/bin/rustc BINDGEN="$(command -v bindgen || echo bindgen)"
+            RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library)
+
+# The cache key: kernel version, the config fragment and the toolchain.
+siw_rs_kbuild_dir() {
+	local h
+	h=$( { cat "$SIW_RS_ROOT/tools/kernel.config"
+	       sed -n 's/^KBUILD_RECIPE_VERSION=//p' "$SIW_RS_ROOT/tools/build-kernel"
+	       head -5 "$KSRC/Makefile" 2>/dev/null
+	       /usr/bin/rustc --version 2>/dev/null; clang-19 --version 2>/dev/null | head -1
+	     } | sha256sum | cut -c1-12)
+	echo "$SIW_RS_CACHE/kbuild-$SIW_RS_KVER-$h"
+}
