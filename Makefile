@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# siw_rs top-level Makefile.
+#
+#   make               build siw_rs/siw_rs.ko against KDIR (default: the cached test kernel)
+#   make KDIR=/lib/modules/$(uname -r)/build   ... against your own CONFIG_RUST=y kernel
+#   make kernel        build (or reuse) the cached test kernel
+#   make kdir          print the test kernel's build directory
+#   make demo          build, boot a VM, show siw_rs moving data
+#   make check         host tests + VM selftests; last line: "N passed, N failed"
+#   make CLIPPY=1      build with clippy
+
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+TEST_KDIR = $(shell bash $(ROOT)/tools/kdir)
+KDIR ?= $(TEST_KDIR)
+LLVM ?= -19
+KMAKE := $(MAKE) -C $(KDIR) M=$(ROOT)/siw_rs LLVM=$(LLVM) RUSTC=/usr/bin/rustc \
+	BINDGEN=$(shell PATH=$$HOME/.cargo/bin:$$PATH command -v bindgen) \
+	RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library $(if $(CLIPPY),CLIPPY=1)
+
+.PHONY: all modules kernel kdir clean check host-test selftest demo fmt
+
+all: modules
+
+modules:
+	@if [ ! -f "$(KDIR)/.config" ]; then \
+		echo "KDIR=$(KDIR) is not a kernel build tree; run 'make kernel' or pass KDIR=" >&2; exit 1; fi
+	$(KMAKE) modules
+
+kernel:
+	@bash tools/build-kernel
+
+kdir:
+	@bash tools/kdir
+
+clean:
+	-$(KMAKE) clean
+	rm -f siw_rs/ib/bindings_generated.rs
+
+check:
+	@bash tools/check
+
+host-test:
+	cargo test
+
+selftest: modules
+	@bash selftests/run
+
+demo:
+	@bash tools/demo
+
+fmt:
+	rustfmt --edition 2021 --config-path $(KDIR)/../linux-source-7.3/.rustfmt.toml siw_rs/*.rs siw_rs/ib/*.rs

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# gen-bindings.sh BINDGEN KCMD PARAMS HEADER OUT INCDIR
+#
+# Runs bindgen over HEADER the way the kernel generated its own rust/bindings: the same
+# bindgen options (rust/Makefile, rust/bindgen_parameters) and the same C flags, which are
+# taken from KCMD, the kernel build tree's .bindings_generated.rs.cmd. 
+set -euo pipefail
+bindgen=$1 kcmd=$(realpath "$2") params=$(realpath "$3") header=$(realpath "$4")
+out=$(realpath -m "$5") incdir=$(realpath "$6")
+# The kernel's flags name paths relative to its build tree (objtree), which is where the
+# .cmd file's rust/bindings/ directory sits.
+cd "$(dirname "$kcmd")/../.."
+
+# The saved command is "bindgen IN OPTS -o OUT -- CFLAGS -DMODULE ; sed ...": keep CFLAGS,
+# minus the dependency-file option that names the kernel's own .d file.
+flags=$(sed -n 's/^savedcmd_[^ ]* := //p' "$kcmd" | sed 's/ ; .*//; s/^.* -- //' |
+	tr ' ' '\n' | grep -v '^-Wp,-MMD' | tr '\n' ' ')
+[ -n "$flags" ] || { echo "gen-bindings: no C flags found in $kcmd" >&2; exit 1; }
+
+# Both carry shell quoting, which rust/Makefile's $(shell ...) expansion also resolves.
+eval "cflags=( $flags )"
+# The kCFI enum encodings need #![feature(cfi_encoding)], which modules may not enable;
+# siw_rs makes no indirect calls through those enum-typed function pointers.
+eval "opts=( $(grep -Ev '^#|^$|cfi_encoding' "$params" | tr '\n' ' ') )"
+
+"$bindgen" "$header" "${opts[@]}" \
+	--rust-target 1.85 --use-core --with-derive-default --ctypes-prefix ffi \
+	--no-layout-tests --no-debug '.*' --enable-function-attribute-detection \
+	--allowlist-function 'siw_rs_.*|_?ib_.*|rdma_.*|iw_.*|register_netdevice_notifier|unregister_netdevice_notifier' \
+	--allowlist-type 'siw_.*|ib_.*|iw_.*|rdma_.*|net_device|notifier_block|netdev_cmd' \
+	--allowlist-var 'RDMA_DRIVER_SIW|SIW_.*|ARPHRD_.*|NETDEV_.*|NOTIFY_.*|ETH_ALEN|IB_.*|RDMA_.*|IW_.*|IBK_.*' \
+	-o "$out.tmp" -- "${cflags[@]}" -DMODULE -I"$incdir"
+# Same fix-up as rust/Makefile: const helpers lose their prefix.
+sed -Ei 's/pub const RUST_CONST_HELPER_([a-zA-Z0-9_]*)/pub const \1/g' "$out.tmp"
+mv "$out.tmp" "$out"

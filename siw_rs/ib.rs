@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Glue between siw_rs and the kernel's RDMA and networking C APIs.
+//!
+//! This module and its children are the only place in the driver that touches C. They turn
+//! the C objects (`ib_device`, `net_device`, `rdma_link_ops`, netdev notifiers) into safe
+//! types and `#[vtable]` traits, so the driver logic above them is safe Rust. Every `unsafe`
+//! block here carries a `// SAFETY:` comment saying why it is sound.
+
+mod bindings;
+pub(crate) mod device;
+pub(crate) mod link;
+pub(crate) mod netdev;

@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ib_device`: allocation, the ops table, registration and the device registry.
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
+//!
+//! The RDMA core allocates driver objects itself, with the C struct at offset 0 and the
+//! driver's part behind it (`INIT_RDMA_OBJ_SIZE`). [`Device<T>`] and [`UContext<T>`] are such
+//! objects: `#[repr(C)]` with the C struct first and `T`'s data after it, initialised in
+//! place by the trampolines here and dropped in place when the core releases them.
+//!
+//! siw_rs shares `driver_id = RDMA_DRIVER_SIW` with the C siw (libsiw matches on it), so the
+//! core's per-driver helpers such as `ib_unregister_driver()` would also reach the C siw's
+//! devices. siw_rs therefore keeps its own registry of the devices it created and tears down
+//! only those.
+
+use super::{
+    bindings,
+    netdev::NetDev, //
+};
+use core::{
+    marker::PhantomData,
+    ptr::NonNull, //
+};
+use kernel::{
+    error::{
+        from_result,
+        to_result, //
+    },
+    prelude::*,
+    types::Opaque,
+    ModuleMetadata, //
+};
+
+/// `RDMA_DRIVER_SIW`: the driver id libsiw matches on.
+const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
+
+/// Device capability flag: memory management extensions (fast registration, invalidation).
+pub(crate) const DEVICE_MEM_MGT_EXTENSIONS: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+/// Kernel capability flag: `rdma link delete` may unregister the device.
+pub(crate) const KERNEL_ALLOW_USER_UNREG: u64 =
+    bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+/// Port capability flags: connection management supported.
+pub(crate) const PORT_CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
+/// Port capability flags: device management supported.
+pub(crate) const PORT_DEVICE_MGMT_SUP: u32 =
+    bindings::ib_port_capability_mask_bits_IB_PORT_DEVICE_MGMT_SUP;
+/// Core capability flags of an iWARP port.
+pub(crate) const CORE_PORT_IWARP: u32 = bindings::RDMA_CORE_PORT_IWARP;
+
+/// The device attributes reported by `query_device` (a subset of `struct ib_device_attr`;
+/// every field not named here reads as zero).
+#[derive(Default)]
+pub(crate) struct DeviceAttr {
+    pub(crate) sys_image_guid: u64,
+    pub(crate) max_mr_size: u64,
+    pub(crate) page_size_cap: u64,
+    pub(crate) vendor_id: u32,
+    pub(crate) vendor_part_id: u32,
+    pub(crate) max_qp: u32,
+    pub(crate) max_qp_wr: u32,
+    pub(crate) device_cap_flags: u64,
+    pub(crate) kernel_cap_flags: u64,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_sge_rd: u32,
+    pub(crate) max_cq: u32,
+    pub(crate) max_cqe: u32,
+    pub(crate) max_mr: u32,
+    pub(crate) max_pd: u32,
+    pub(crate) max_qp_rd_atom: u32,
+    pub(crate) max_res_rd_atom: u32,
+    pub(crate) max_qp_init_rd_atom: u32,
+    pub(crate) max_mw: u32,
+    pub(crate) max_srq: u32,
+    pub(crate) max_srq_wr: u32,
+    pub(crate) max_srq_sge: u32,
+    pub(crate) max_fast_reg_page_list_len: u32,
+}
+
+/// Logical port state (`enum ib_port_state`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PortState {
+    /// The link is down.
+    Down,
+    /// The link is up.
+    Active,
+}
+
+/// The port attributes reported by `query_port` (a subset of `struct ib_port_attr`).
+pub(crate) struct PortAttr {
+    pub(crate) state: PortState,
+    pub(crate) max_mtu: u32,
+    pub(crate) active_mtu: u32,
+    pub(crate) gid_tbl_len: i32,
+    pub(crate) port_cap_flags: u32,
+    pub(crate) max_msg_sz: u32,
+}
+
+/// What never changes about a port (`struct ib_port_immutable`).
+pub(crate) struct PortImmutable {
+    pub(crate) gid_tbl_len: i32,
+    pub(crate) core_cap_flags: u32,
+}
+
+/// Identity of a new device, set before it is registered.
+pub(crate) struct DeviceInfo<'a> {
+    /// `node_guid`, in wire (big-endian) byte order.
+    pub(crate) node_guid: [u8; 8],
+    /// `node_desc`, e.g. "Software iWARP stack".
+    pub(crate) node_desc: &'a [u8],
+    /// The network device the single port sits on.
+    pub(crate) netdev: &'a NetDev,
+}
+
+/// A driver for RDMA devices: the operations the RDMA core calls.
+///
+/// Implemented in safe code by the driver; [`Adapter`] turns it into an `ib_device_ops`.
+#[vtable]
+pub(crate) trait Driver: Sized + Send + Sync + 'static {
+    /// Driver data of each device, stored behind the `ib_device`.
+    type Data: Send + Sync;
+    /// Driver data of each user context.
+    type UContext: Send + Sync;
+
+    /// Device attributes (`ibv_query_device`).
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
+    /// Attributes of port `port` (`ibv_query_port`).
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
+    /// Immutable attributes of port `port`, read once at registration.
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+    /// GID `index` of port `port`.
+    fn query_gid(dev: &Device<Self>, port: u32, index: i32) -> Result<[u8; 16]>;
+    /// A process opens the device: returns the context data and writes the driver's
+    /// response through `udata`.
+    fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata) -> Result<Self::UContext>;
+    /// The context is gone; `ctx` is dropped after this returns.
+    fn dealloc_ucontext(_dev: &Device<Self>, _ctx: &Self::UContext) {}
+}
+
+/// An RDMA device owned by driver `T`.
+///
+/// # Invariants
+///
+/// - `ib` is an `ib_device` allocated by `_ib_alloc_device` with room for `Self`, and `ops`
+///   set to [`Adapter<T>`]'s table; `data` is initialised from then until `dealloc_driver`.
+/// - `ib` is at offset 0 (`repr(C)`, first field), so a pointer to the `ib_device` is a
+///   pointer to the `Device<T>`.
+#[repr(C)]
+pub(crate) struct Device<T: Driver> {
+    ib: Opaque<bindings::ib_device>,
+    data: T::Data,
+}
+
+// SAFETY: The `ib_device` part is shared with the RDMA core, which synchronises its own
+// accesses; the driver part is `T::Data: Send + Sync`.
+unsafe impl<T: Driver> Send for Device<T> {}
+// SAFETY: As above.
+unsafe impl<T: Driver> Sync for Device<T> {}
+
+impl<T: Driver> Device<T> {
+    /// Borrows the `Device<T>` around an `ib_device` the RDMA core handed us.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the `ib_device` of a live `Device<T>` whose data is initialised, and it stays
+    /// so for `'a` (true inside every device op until `dealloc_driver`).
+    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: By the type invariants `ib` is at offset 0, so the cast is to the
+        // containing `Device<T>`; the caller guarantees liveness.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// The driver data.
+    pub(crate) fn data(&self) -> &T::Data {
+        &self.data
+    }
+
+    /// The network device of port 1, with a reference held while the closure runs.
+    pub(crate) fn with_netdev<R>(&self, f: impl FnOnce(&NetDev) -> R) -> Result<R> {
+        // SAFETY: `self` is a registered device; `ib_device_get_netdev` returns a held
+        // reference or NULL.
+        let ndev = unsafe { bindings::ib_device_get_netdev(self.as_ptr(), 1) };
+        if ndev.is_null() {
+            return Err(ENODEV);
+        }
+        // SAFETY: We hold a reference on `ndev` until the `dev_put` below.
+        let r = f(unsafe { NetDev::from_raw(ndev) });
+        // SAFETY: Drops the reference `ib_device_get_netdev` took.
+        unsafe { bindings::siw_rs_dev_put(ndev) };
+        Ok(r)
+    }
+
+    /// Link speed and width of `port`, as `ib_get_eth_speed` derives them from the netdev.
+    fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let (mut speed, mut width) = (0u16, 0u8);
+        // SAFETY: `self` is a live device; the out pointers are valid locals.
+        to_result(unsafe { bindings::ib_get_eth_speed(self.as_ptr(), port, &mut speed, &mut width) })?;
+        Ok((speed, width))
+    }
+
+    /// Creates, registers and records a device named `name`.
+    ///
+    /// Fails with `EEXIST` if `info.netdev` already carries a siw device, siw_rs's or the C
+    /// siw's: both match on `RDMA_DRIVER_SIW`, and each looks its device up by netdev.
+    pub(crate) fn register(name: &CStr, info: DeviceInfo<'_>, data: T::Data) -> Result {
+        if let Some(existing) = SiwDeviceRef::find_by_netdev(info.netdev) {
+            drop(existing);
+            return Err(EEXIST);
+        }
+        const {
+            // The core's `kzalloc` guarantees `ARCH_KMALLOC_MINALIGN` (8 on every arch we
+            // build for); anything stricter would misplace `data`.
+            assert!(core::mem::align_of::<Self>() <= 8);
+        }
+        // SAFETY: Allocates a zeroed `ib_device` with room for `Self` behind it.
+        let raw = unsafe { bindings::siw_rs_ib_alloc_device(core::mem::size_of::<Self>()) };
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        let dev = raw.cast::<Self>();
+        // SAFETY: `raw` has room for a `Self`; `data` is not initialised yet, so we write it
+        // without dropping the zeroes. From here `dealloc_driver` (which runs on every path
+        // that frees the device, `ib_dealloc_device` included) drops it.
+        unsafe { core::ptr::addr_of_mut!((*dev).data).write(data) };
+        // INVARIANT: `ops` is set to our table right after `data` is initialised.
+        let mut ops = Adapter::<T>::OPS;
+        ops.owner = this_module();
+        // SAFETY: `raw` is a valid, not yet registered device; `ib_set_device_ops` copies the
+        // table.
+        unsafe { bindings::ib_set_device_ops(raw, &ops) };
+
+        // SAFETY: Not registered yet, so nothing else accesses the device; we set the
+        // identity fields the core reads at registration, as the C siw does.
+        unsafe {
+            let ib = &mut *raw;
+            ib.node_guid = u64::from_ne_bytes(info.node_guid);
+            ib.node_type = bindings::RDMA_NODE_RNIC as u8;
+            for (d, s) in ib.node_desc.iter_mut().zip(info.node_desc.iter().take(63)) {
+                *d = *s as c_char;
+            }
+            ib.phys_port_cnt = 1;
+            ib.num_comp_vectors = bindings::siw_rs_num_possible_cpus() as c_int;
+            // The POST_SEND command is libsiw's doorbell.
+            ib.uverbs_cmd_mask |=
+                1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+            let ifname = info.netdev.name_bytes();
+            for (d, s) in ib.iw_ifname.iter_mut().zip(ifname.iter()) {
+                *d = *s as c_char;
+            }
+            // siw owns real kernel sockets: the iWARP port mapper must not map ports.
+            ib.iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP;
+        }
+
+        // SAFETY: `raw` is valid; `netdev` is alive (see `NetDev`'s invariants) and the core
+        // takes its own reference.
+        let ret = unsafe { bindings::ib_device_set_netdev(raw, info.netdev.as_ptr(), 1) };
+        if let Err(e) = to_result(ret) {
+            // SAFETY: Not registered; `ib_dealloc_device` calls `dealloc_driver`, which drops
+            // `data`, then frees the device.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(e);
+        }
+        // SAFETY: `raw` is valid and not registered.
+        unsafe { bindings::siw_rs_ib_mark_name_assigned_by_user(raw) };
+
+        // SAFETY: `raw` is valid; `name` is NUL-terminated; a NULL DMA device selects virtual
+        // DMA (kernel virtual addresses as DMA addresses), as the C siw does.
+        let ret =
+            unsafe { bindings::ib_register_device(raw, name.as_char_ptr(), core::ptr::null_mut()) };
+        if let Err(e) = to_result(ret) {
+            // SAFETY: Registration failed, so the device is ours to free, as above.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(e);
+        }
+        // Record it, so module unload can find it. If even that small allocation fails, undo
+        // the registration rather than leave a device that unload would not know about.
+        let pushed = DEVICES.lock().devices.push(DeviceRef::get(raw), GFP_KERNEL);
+        if let Err(e) = pushed {
+            // SAFETY: The device is registered and the core's registration reference keeps it
+            // alive; unregistering it frees it (our `DeviceRef` was dropped by the failed push).
+            unsafe { bindings::ib_unregister_device(raw) };
+            return Err(e.into());
+        }
+        Ok(())
+    }
+}
+
+/// This module's `struct module`, which owns the devices it creates (`ops.owner`).
+fn this_module() -> *mut bindings::module {
+    <crate::LocalModule as ModuleMetadata>::THIS_MODULE.as_ptr().cast()
+}
+
+/// A reference on the `struct device` inside an `ib_device` (`get_device`/`put_device`).
+///
+/// # Invariants
+///
+/// Holds one reference on the device's `struct device`, so its memory stays valid (even past
+/// unregistration) until the value is dropped.
+struct DeviceRef(NonNull<bindings::ib_device>);
+
+// SAFETY: `struct device` references may be taken and dropped from any thread.
+unsafe impl Send for DeviceRef {}
+
+impl DeviceRef {
+    /// Takes a reference on `raw`, which must be a live, allocated `ib_device`.
+    fn get(raw: *mut bindings::ib_device) -> Self {
+        // SAFETY: Callers pass a device they just allocated and registered.
+        unsafe { bindings::siw_rs_get_ib_device(raw) };
+        // INVARIANT: We took the reference just above.
+        // SAFETY: `raw` is non-null: it was checked after allocation.
+        Self(unsafe { NonNull::new_unchecked(raw) })
+    }
+
+    /// Unregisters the device and waits until it is gone; a no-op if already unregistered.
+    fn unregister(&self) {
+        // SAFETY: By the type invariant the memory is valid; `ib_unregister_device` is
+        // idempotent and fenced by the device's unregistration lock.
+        unsafe { bindings::ib_unregister_device(self.0.as_ptr()) };
+    }
+}
+
+impl Drop for DeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: Drops the reference this value holds.
+        unsafe { bindings::siw_rs_put_ib_device(self.0.as_ptr()) };
+    }
+}
+
+/// The list of `DeviceRef`s of every device siw_rs registered and has not seen released.
+struct DeviceList {
+    devices: KVec<DeviceRef>,
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: `Registry::init` is called first thing in module init, before any device exists.
+    unsafe(uninit) static DEVICES: Mutex<DeviceList> = DeviceList { devices: KVec::new() };
+}
+
+/// siw_rs's own registry of its devices; dropping it unregisters all of them.
+pub(crate) struct Registry(());
+
+impl Registry {
+    /// Initialises the registry. Must be called once, before any device is created.
+    pub(crate) fn init() -> Self {
+        // SAFETY: Called once from module init, before any other use of `DEVICES`.
+        unsafe { DEVICES.init() };
+        Registry(())
+    }
+
+    /// Forgets `raw` (called from `dealloc_driver`); returns its reference, if recorded.
+    fn remove(raw: *mut bindings::ib_device) -> Option<DeviceRef> {
+        let mut list = DEVICES.lock();
+        let pos = list.devices.iter().position(|d| d.0.as_ptr() == raw)?;
+        list.devices.remove(pos).ok()
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        // Take the list out under the lock, then unregister without it: `dealloc_driver`
+        // takes the lock too. Each entry is put exactly once: by us for the ones we took,
+        // by `dealloc_driver` for the ones it removed first.
+        let devices = core::mem::take(&mut DEVICES.lock().devices);
+        for d in devices.iter() {
+            d.unregister();
+        }
+    }
+}
+
+/// A device with driver id `RDMA_DRIVER_SIW`, siw_rs's or the C siw's, found by netdev, with a
+/// core reference (`ib_device_get_by_netdev`/`ib_device_put`).
+///
+/// # Invariants
+///
+/// Holds an `ib_device_put`-able reference on a registered device.
+pub(crate) struct SiwDeviceRef(NonNull<bindings::ib_device>);
+
+impl SiwDeviceRef {
+    /// The siw device on `netdev`, if any.
+    pub(crate) fn find_by_netdev(netdev: &NetDev) -> Option<Self> {
+        // SAFETY: `netdev` is alive; the call returns a held reference or NULL.
+        let raw = unsafe { bindings::ib_device_get_by_netdev(netdev.as_ptr(), DRIVER_ID) };
+        // INVARIANT: A non-null result carries a reference.
+        NonNull::new(raw).map(Self)
+    }
+
+    /// Whether the device belongs to this module (siw_rs), not to the C siw.
+    pub(crate) fn is_ours(&self) -> bool {
+        // SAFETY: By the type invariant the device is registered and its ops are set.
+        let owner = unsafe { (*self.0.as_ptr()).ops.owner };
+        owner == this_module()
+    }
+
+    /// Schedules unregistration (for callers that hold RTNL, like the netdev notifier).
+    pub(crate) fn unregister_queued(&self) {
+        // SAFETY: The device is registered and we hold a reference; the core takes its own
+        // for the queued work.
+        unsafe { bindings::ib_unregister_device_queued(self.0.as_ptr()) };
+    }
+
+    /// Reports a LID (here: address) change on port 1 to the device's consumers.
+    pub(crate) fn dispatch_lid_change(&self) {
+        let mut ev: bindings::ib_event = pin_init::zeroed();
+        ev.device = self.0.as_ptr();
+        ev.element.port_num = 1;
+        ev.event = bindings::ib_event_type_IB_EVENT_LID_CHANGE;
+        // SAFETY: `ev` is a valid event for a registered device we hold a reference on.
+        unsafe { bindings::ib_dispatch_event(&ev) };
+    }
+}
+
+impl Drop for SiwDeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: Drops the reference this value holds.
+        unsafe { bindings::ib_device_put(self.0.as_ptr()) };
+    }
+}
+
+/// The response buffer of a uverbs command (`struct ib_udata`).
+pub(crate) struct Udata(NonNull<bindings::ib_udata>);
+
+/// A driver response structure from `include/uapi/rdma/siw-abi.h`.
+///
+/// # Safety
+///
+/// The type is plain old data: `repr(C)`, no padding that could leak kernel memory (or padding
+/// fields that are always written), valid for any bit pattern.
+pub(crate) unsafe trait Response: Sized {}
+
+/// `struct siw_uresp_alloc_ctx`, the response to GET_CONTEXT.
+pub(crate) type UrespAllocCtx = bindings::siw_uresp_alloc_ctx;
+// SAFETY: Two `__u32` fields (`dev_id`, `pad`), no implicit padding.
+unsafe impl Response for UrespAllocCtx {}
+
+impl Udata {
+    /// Bytes userspace has room for.
+    pub(crate) fn outlen(&self) -> usize {
+        // SAFETY: `self.0` is the valid udata of the command being executed.
+        unsafe { (*self.0.as_ptr()).outlen }
+    }
+
+    /// Copies `resp` to userspace, zero-filling any remaining room.
+    pub(crate) fn respond<R: Response>(&mut self, resp: &R) -> Result {
+        // SAFETY: `self.0` is valid; `resp` is `size_of::<R>()` readable bytes of plain data.
+        to_result(unsafe {
+            bindings::_ib_respond_udata(
+                self.0.as_ptr(),
+                core::ptr::from_ref(resp).cast(),
+                core::mem::size_of::<R>(),
+            )
+        })
+    }
+}
+
+/// A user context (`struct ib_ucontext`) of driver `T`.
+///
+/// # Invariants
+///
+/// `ib` is at offset 0 of a `size_ib_ucontext` allocation made by the core; `data` is
+/// initialised between a successful `alloc_ucontext` and `dealloc_ucontext`.
+#[repr(C)]
+pub(crate) struct UContext<T: Driver> {
+    ib: Opaque<bindings::ib_ucontext>,
+    data: T::UContext,
+}
+
+/// Trampolines from `ib_device_ops` to [`Driver`], and the ops table.
+pub(crate) struct Adapter<T: Driver>(PhantomData<T>);
+
+impl<T: Driver> Adapter<T> {
+    /// The ops table (`owner` is filled in at registration).
+    const OPS: bindings::ib_device_ops = {
+        let mut ops: bindings::ib_device_ops = pin_init::zeroed();
+        ops.driver_id = DRIVER_ID;
+        ops.uverbs_abi_ver = bindings::SIW_ABI_VERSION;
+        ops.dealloc_driver = Some(Self::dealloc_driver);
+        ops.query_device = Some(Self::query_device);
+        ops.query_port = Some(Self::query_port);
+        ops.get_port_immutable = Some(Self::get_port_immutable);
+        ops.query_gid = Some(Self::query_gid);
+        ops.alloc_ucontext = Some(Self::alloc_ucontext);
+        ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
+        ops
+    };
+
+    /// # Safety
+    ///
+    /// Called by the core exactly once per device, last, before it frees the memory.
+    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        // Drop siw_rs's registry reference, if the registry still held it (module unload
+        // takes the references out first and drops them itself).
+        drop(Registry::remove(ib));
+        // SAFETY: By `Device<T>`'s invariants `data` is initialised until now; the core never
+        // calls into the device again, so nothing can observe it after the drop.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data)) };
+    }
+
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            if !udata.is_null() {
+                // SAFETY: `udata` is the command's valid udata.
+                to_result(unsafe { bindings::siw_rs_ib_no_udata_io(udata) })?;
+            }
+            // SAFETY: The core calls device ops only on live devices with initialised data.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let a = T::query_device(dev)?;
+            // SAFETY: `attr` points to a writable `ib_device_attr` the core zeroed.
+            let out = unsafe { &mut *attr };
+            out.sys_image_guid = a.sys_image_guid;
+            out.max_mr_size = a.max_mr_size;
+            out.page_size_cap = a.page_size_cap;
+            out.vendor_id = a.vendor_id;
+            out.vendor_part_id = a.vendor_part_id;
+            out.max_qp = a.max_qp;
+            out.max_qp_wr = a.max_qp_wr;
+            out.device_cap_flags = a.device_cap_flags;
+            out.kernel_cap_flags = a.kernel_cap_flags;
+            out.max_send_sge = a.max_send_sge;
+            out.max_recv_sge = a.max_recv_sge;
+            out.max_sge_rd = a.max_sge_rd;
+            out.max_cq = a.max_cq;
+            out.max_cqe = a.max_cqe;
+            out.max_mr = a.max_mr;
+            out.max_pd = a.max_pd;
+            out.max_qp_rd_atom = a.max_qp_rd_atom;
+            out.max_res_rd_atom = a.max_res_rd_atom;
+            out.max_qp_init_rd_atom = a.max_qp_init_rd_atom;
+            out.atomic_cap = bindings::ib_atomic_cap_IB_ATOMIC_NONE;
+            out.max_mw = a.max_mw;
+            out.max_srq = a.max_srq;
+            out.max_srq_wr = a.max_srq_wr;
+            out.max_srq_sge = a.max_srq_sge;
+            out.max_fast_reg_page_list_len = a.max_fast_reg_page_list_len;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `query_device`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let (speed, width) = dev.eth_speed(port)?;
+            let a = T::query_port(dev, port)?;
+            let mut out: bindings::ib_port_attr = pin_init::zeroed();
+            out.active_speed = speed;
+            out.active_width = width;
+            out.state = match a.state {
+                PortState::Active => bindings::ib_port_state_IB_PORT_ACTIVE,
+                PortState::Down => bindings::ib_port_state_IB_PORT_DOWN,
+            };
+            out.phys_state = match a.state {
+                PortState::Active => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
+                PortState::Down => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
+            } as u8;
+            // SAFETY: Pure conversions of MTU byte counts to `enum ib_mtu`.
+            out.max_mtu = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.max_mtu)) } as _;
+            // SAFETY: As above.
+            out.active_mtu =
+                unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.active_mtu)) } as _;
+            out.gid_tbl_len = a.gid_tbl_len;
+            out.port_cap_flags = a.port_cap_flags;
+            out.max_msg_sz = a.max_msg_sz;
+            // SAFETY: `attr` points to a writable `ib_port_attr`.
+            unsafe { attr.write(out) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        imm: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `query_device`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let p = T::port_immutable(dev, port)?;
+            // SAFETY: `imm` points to a writable `ib_port_immutable`.
+            let out = unsafe { &mut *imm };
+            out.gid_tbl_len = p.gid_tbl_len;
+            out.core_cap_flags = p.core_cap_flags;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_gid(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: c_int,
+        gid: *mut bindings::ib_gid,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `query_device`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            let raw = T::query_gid(dev, port, index)?;
+            // SAFETY: `gid` points to a writable 16-byte `union ib_gid`.
+            unsafe { (*gid).raw = raw };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn alloc_ucontext(
+        uctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mut udata = Udata(NonNull::new(udata).ok_or(EINVAL)?);
+            // SAFETY: The core sets `device` before calling `alloc_ucontext`.
+            let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
+            let data = T::alloc_ucontext(dev, &mut udata)?;
+            // INVARIANT: `data` is initialised here, dropped in `dealloc_ucontext`.
+            // SAFETY: `uctx` is the start of a `size_ib_ucontext == size_of::<UContext<T>>()`
+            // allocation; `data` is uninitialised and written once.
+            unsafe { core::ptr::addr_of_mut!((*uctx.cast::<UContext<T>>()).data).write(data) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
+        let ctx = uctx.cast::<UContext<T>>();
+        // SAFETY: The context was set up by a successful `alloc_ucontext`, so `data` is
+        // initialised; the core calls this once and frees the memory afterwards.
+        unsafe {
+            let dev = Device::<T>::from_raw((*uctx).device);
+            T::dealloc_ucontext(dev, &(*ctx).data);
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ctx).data));
+        }
+    }
+}
+
+/// An MTU as the C `int` `ib_mtu_int_to_enum` takes.
+fn mtu_int(mtu: u32) -> c_int {
+    c_int::try_from(mtu).unwrap_or(c_int::MAX)
+}

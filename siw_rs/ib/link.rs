@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `rdma link add NAME type TYPE netdev DEV`: the `rdma_link_ops` registration.
+//!
+//! C headers: [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h).
+
+use super::{
+    bindings,
+    netdev::NetDev, //
+};
+use core::marker::PhantomData;
+use kernel::{
+    error::from_result,
+    prelude::*,
+    types::Opaque, //
+};
+
+/// A driver that creates RDMA devices on request of `rdma link add`.
+pub(crate) trait Link: Send + Sync + 'static {
+    /// The link type users name in `rdma link add ... type TYPE`.
+    const TYPE: &'static CStr;
+
+    /// Creates and registers a device called `name` on `netdev`.
+    fn newlink(name: &CStr, netdev: &NetDev) -> Result;
+}
+
+/// A registered `rdma_link_ops`; unregistered on drop.
+///
+/// # Invariants
+///
+/// `ops` is registered with `rdma_link_register` for the whole life of the value.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Registration<T: Link> {
+    #[pin]
+    ops: Opaque<bindings::rdma_link_ops>,
+    _link: PhantomData<T>,
+}
+
+// SAFETY: The registration only holds the `rdma_link_ops`, whose list linkage the RDMA core
+// protects with its own lock; it can be unregistered from any thread.
+unsafe impl<T: Link> Send for Registration<T> {}
+// SAFETY: `&Registration` gives access to nothing.
+unsafe impl<T: Link> Sync for Registration<T> {}
+
+impl<T: Link> Registration<T> {
+    /// Registers `T`'s link type.
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            ops <- Opaque::ffi_init(|slot: *mut bindings::rdma_link_ops| {
+                let mut ops: bindings::rdma_link_ops = pin_init::zeroed();
+                ops.type_ = T::TYPE.as_char_ptr();
+                ops.newlink = Some(Self::newlink);
+                // SAFETY: `slot` is valid for writes and pinned; we initialise it fully.
+                unsafe { slot.write(ops) };
+                // INVARIANT: Registered here, unregistered by `PinnedDrop`.
+                // SAFETY: `slot` is initialised and stays pinned until `drop` unregisters it;
+                // `type_` points to a `'static` string.
+                unsafe { bindings::rdma_link_register(slot) };
+            }),
+            _link: PhantomData,
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the RDMA netlink code with a NUL-terminated `name` and a live `ndev` that it
+    /// holds a reference on for the duration of the call.
+    unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut bindings::net_device) -> c_int {
+        from_result(|| {
+            // SAFETY: `name` is a NUL-terminated string valid for the call (see above).
+            let name = unsafe { CStr::from_char_ptr(name) };
+            // SAFETY: `ndev` is alive for the duration of the call (see above).
+            let netdev = unsafe { NetDev::from_raw(ndev) };
+            T::newlink(name, netdev)?;
+            Ok(0)
+        })
+    }
+}
+
+#[pinned_drop]
+impl<T: Link> PinnedDrop for Registration<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: By the type invariant `ops` is registered. `rdma_link_unregister` takes the
+        // link-ops lock for writing, so no `newlink` call is in flight once it returns.
+        unsafe { bindings::rdma_link_unregister(self.ops.get()) };
+    }
+}

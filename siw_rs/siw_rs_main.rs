@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! siw_rs: a Soft-iWARP RDMA driver in Rust.
+//!
+//! It does what the kernel's C `siw` does (`drivers/infiniband/sw/siw`): `rdma link add NAME
+//! type siw_rs netdev DEV` creates an iWARP RDMA device on any Ethernet or loopback netdev,
+//! with the C siw's user ABI (libsiw works unmodified) and wire protocol.
+//!
+//! Layout: [`ib`] is the glue to the C APIs (the only place with `unsafe`); [`device`] is the
+//! device itself, in safe code.
+
+use kernel::prelude::*;
+
+mod device;
+mod ib;
+
+module! {
+    type: SiwRs,
+    name: "siw_rs",
+    authors: ["siw_rs developers"],
+    description: "Software iWARP RDMA driver (Rust)",
+    license: "GPL",
+    alias: ["rdma-link-siw_rs"],
+}
+
+/// The module: its registrations, torn down in field order on unload.
+#[pin_data]
+struct SiwRs {
+    /// `rdma link add ... type siw_rs`; unregistered first, so no new device appears.
+    #[pin]
+    link: ib::link::Registration<device::Siw>,
+    /// The netdev notifier, which unregisters a device when its netdev goes away.
+    #[pin]
+    notifier: ib::netdev::NotifierRegistration<device::Siw>,
+    /// siw_rs's devices; dropped last, unregistering every device still present.
+    devices: ib::device::Registry,
+}
+
+impl kernel::InPlaceModule for SiwRs {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        let devices = ib::device::Registry::init();
+        try_pin_init!(Self {
+            devices,
+            notifier <- ib::netdev::NotifierRegistration::new(),
+            link <- ib::link::Registration::new(),
+        })
+    }
+}
