@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs inside the VM: every test of one suite, as TAP. After each test the kernel log it
+# produced is checked for warnings, BUGs, oopses, lockdep and KASAN reports; at the end
+# kmemleak is asked to scan. The last line marks that the suite ran to completion.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+suite=$1 filter=${2:-}
+export ROOT PATH="/usr/sbin:/sbin:$PATH"
+cd "$ROOT" || exit 1
+
+bad_re='WARNING:|BUG:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|KASAN|UBSAN|kmemleak|Call Trace|RIP:|refcount_t:|list_del corruption|sleeping function called from invalid context'
+
+mount -t debugfs none /sys/kernel/debug 2>/dev/null
+kmemleak=/sys/kernel/debug/kmemleak
+# Forget what boot left unreferenced: only leaks made by the tests count.
+[ -w "$kmemleak" ] && echo clear >"$kmemleak"
+
+tests=()
+for t in "$ROOT/selftests/$suite"/*.sh; do
+	[ -n "$filter" ] && ! [[ "$t" =~ $filter ]] && continue
+	tests+=("$t")
+done
+echo "TAP version 13"
+echo "1..$(( ${#tests[@]} + 1 ))"
+n=0
+for t in "${tests[@]}"; do
+	n=$((n + 1))
+	name=$(basename "$t" .sh)
+	before=$(dmesg | wc -l)
+	out=$(cd /tmp && timeout 600 bash "$t" 2>&1)
+	rc=$?
+	klog=$(dmesg | tail -n +"$((before + 1))")
+	bad=$(grep -E "$bad_re" <<<"$klog")
+	if [ $rc = 0 ] && [ -z "$bad" ]; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name (exit $rc)"
+		sed 's/^/#   /' <<<"$out" | tail -n 40
+		[ -n "$bad" ] && { echo "#   kernel log:"; sed 's/^/#   | /' <<<"$klog" | tail -n 60; }
+	fi
+done
+
+n=$((n + 1))
+if [ -r "$kmemleak" ]; then
+	# Objects must be unreferenced across two scans, a few seconds apart, to be reported.
+	echo scan >"$kmemleak"; sleep 6; echo scan >"$kmemleak"
+	leaks=$(cat "$kmemleak")
+	if [ -z "$leaks" ]; then
+		echo "ok $n - kmemleak: no leaks"
+	else
+		echo "not ok $n - kmemleak: leaks reported"
+		sed 's/^/#   /' <<<"$leaks" | head -n 60
+	fi
+else
+	echo "not ok $n - kmemleak: /sys/kernel/debug/kmemleak not available"
+fi
+echo "# siw_rs-suite-complete"
