@@ -9,13 +9,12 @@
 //!
 //! Byte order on the wire: the final CRC value is sent least significant byte first.
 //! This is what RFC 5044 figures 5 and 6 show (the example FPDU with value
-//! 0x83992352 carries the bytes `52 23 99 83`; the unit tests recompute both
+//! 0x83992352 carries the bytes `52 23 99 83`; the known-answer tests recompute both
 //! figures), what RFC 3720 appendix B.4 shows (`aa 36 91 8a` for 0x8a9136aa), and
-//! what the C siw does (`siw_crc_final()` stores `~crc` with `put_unaligned_le32()`,
-//! `siw.h`, cited in anchor-siw.md section 4.6; older trees finalise with
-//! `crypto_shash_final()`, "CRC32 is computed, transmitted and received directly in
-//! NBO", `siw_get_trailer()` in `siw_qp_rx.c`). Use [`crc_to_wire`] and
-//! [`crc_from_wire`] for the conversion.
+//! what the C siw does: `siw_crc_final()` stores `~crc` with `put_unaligned_le32()`
+//! (`siw.h:683-686` in Linux 7.3), used for transmit at `siw_qp_tx.c:252,588` and
+//! compared on receive in `siw_get_trailer()` (`siw_qp_rx.c:987-990`). Use
+//! [`crc_to_wire`] and [`crc_from_wire`] for the conversion.
 //!
 //! The receiver and the transmit helpers are generic over the [`Crc32c`] trait. In the
 //! kernel it is implemented on top of the kernel's `crc32c()`; on the host

@@ -325,3 +325,90 @@ impl Out<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::unwrap_used
+)]
+mod tests {
+    extern crate std;
+    use super::super::crc::SoftCrc32c;
+    use super::*;
+    use std::vec::Vec;
+
+    fn collect(tx: &mut MarkerTx, data: &[u8]) -> Vec<u8> {
+        tx.pieces(data).flat_map(|p| p.bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn pieces_insert_markers_every_512_octets() {
+        let mut tx = MarkerTx::new();
+        assert_eq!(tx.start_fpdu(2000).unwrap(), Some([0, 0, 0, 0]));
+        let data: Vec<u8> = (0..2000u32).map(|i| (i % 251) as u8 + 1).collect();
+        let out = collect(&mut tx, &data);
+        // Markers at stream octets 512, 1024, 1536 (the leading one was returned by
+        // start_fpdu); each points back to the length field at octet 4.
+        assert_eq!(out.len(), 2000 + 12);
+        for (k, at) in [512usize, 1024, 1536].iter().enumerate() {
+            let i = at - 4;
+            assert_eq!(
+                &out[i..i + 4],
+                &encode_marker((at - 4) as u16),
+                "marker {k}"
+            );
+        }
+        assert_eq!(tx.position(), 4 + 2012);
+    }
+
+    #[test]
+    fn marker_before_the_crc_field_is_inner() {
+        // An 8-octet FPDU body starting at stream octet 504 ends at 512, so the marker
+        // at 512 precedes the CRC field and belongs to this FPDU.
+        let mut tx = MarkerTx::at(504);
+        assert_eq!(tx.start_fpdu(6).unwrap(), None);
+        let out = collect(&mut tx, &[0, 6, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(out, [0, 6, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(tx.before_crc(), Some(encode_marker(8)));
+        tx.crc_field();
+        assert_eq!(tx.position(), 520);
+    }
+
+    #[test]
+    fn marker_after_the_crc_belongs_to_the_next_fpdu() {
+        let mut tx = MarkerTx::at(500);
+        assert_eq!(tx.start_fpdu(6).unwrap(), None);
+        let _ = collect(&mut tx, &[0u8; 8]);
+        assert_eq!(tx.before_crc(), None);
+        tx.crc_field();
+        assert_eq!(tx.position(), 512);
+        assert_eq!(tx.start_fpdu(2).unwrap(), Some([0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn fpduptr_overflow_is_refused() {
+        let mut tx = MarkerTx::new();
+        assert_eq!(tx.start_fpdu(u16::MAX), Err(FpduTooLong));
+        // The failed call left the position alone.
+        assert_eq!(tx.position(), 0);
+        assert!(tx.start_fpdu(64_000).is_ok());
+    }
+
+    #[test]
+    fn write_fpdu_without_options_and_errors() {
+        let mut out = [0u8; 16];
+        let n = write_fpdu::<SoftCrc32c>(&mut out, &[&[0, 3], b"abc"], None, None).unwrap();
+        assert_eq!(&out[..n], &[0, 3, b'a', b'b', b'c', 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(
+            write_fpdu::<SoftCrc32c>(&mut out[..8], &[&[0, 3], b"abc"], None, None),
+            Err(BufferTooSmall)
+        );
+        assert_eq!(
+            write_fpdu::<SoftCrc32c>(&mut out, &[&[0]], None, None),
+            Err(BufferTooSmall)
+        );
+        assert_eq!(decode_marker([9, 9, 0x01, 0x07]), 0x104);
+        assert_eq!(fpdu_len(42), 48);
+    }
+}

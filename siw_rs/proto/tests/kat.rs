@@ -278,15 +278,13 @@ fn terminate_message_for_llp_error_has_no_copy() {
     .unwrap();
     assert_eq!(n2, 44);
     assert_eq!(&out2[20..24], &[0x12, 0x02, 0xc0, 0x00]);
-    assert!(
-        build_terminate(
-            &mut [0u8; 30],
-            1,
-            TermError::DdpUntaggedNoBuffer,
-            Some(&send_hdr(1, 18))
-        )
-        .is_err()
-    );
+    assert!(build_terminate(
+        &mut [0u8; 30],
+        1,
+        TermError::DdpUntaggedNoBuffer,
+        Some(&send_hdr(1, 18))
+    )
+    .is_err());
 }
 
 #[test]
@@ -349,13 +347,11 @@ fn rfc5041_section_5_2_segmentation_examples() {
     assert_eq!(segs[0].payload_len, 1486);
     assert!(matches!(segs[1].fpdu.ddp, DdpHdr::Tagged(t) if t.to == 17870));
     assert_eq!(segs[1].payload_len, 562);
-    assert!(
-        Ctrl(u16::from_be_bytes([
-            segs[1].header()[2],
-            segs[1].header()[3]
-        ]))
-        .last()
-    );
+    assert!(Ctrl(u16::from_be_bytes([
+        segs[1].header()[2],
+        segs[1].header()[3]
+    ]))
+    .last());
 }
 
 /// A full MPA request/reply exchange as bytes, as a C siw initiator with its

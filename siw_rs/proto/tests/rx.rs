@@ -751,3 +751,17 @@ fn garbage_after_an_error_stays_an_error() {
     assert_eq!(rx.error(), Some(e));
     assert_eq!(rx.feed(&[1, 2, 3]), Err(e));
 }
+
+#[test]
+fn marker_right_before_the_crc_field_is_covered_by_the_crc() {
+    let mut tx = Tx::new(true, true);
+    tx.fpdu(&untagged(Opcode::Send, 0, 1, 0, true, 488, RdmapHdr::None), &data(488, 1));
+    assert_eq!(tx.out.len(), 4 + 508 + 4 + 4);
+    assert_eq!(&tx.out[512..516], &[0, 0, 0x01, 0xfc]);
+    let (evs, err) = run(FULL, &tx.out);
+    assert_eq!(err, None);
+    assert_eq!(evs[1], Ev::Payload(data(488, 1)));
+    let mut bad = tx.out.clone();
+    bad[513] = 1; // reserved half: ignored by the marker check, but CRC-covered
+    assert_eq!(run(FULL, &bad).1, Some(TermError::LlpCrc));
+}
