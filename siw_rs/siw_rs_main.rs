@@ -7,12 +7,16 @@
 //! with the C siw's user ABI (libsiw works unmodified) and wire protocol.
 //!
 //! Layout: [`ib`] is the glue to the C APIs (the only place with `unsafe`); [`device`] is the
-//! device itself, in safe code.
+//! device itself, in safe code; [`proto`] is the wire protocol, which never calls the kernel.
 
 use kernel::prelude::*;
 
 mod device;
 mod ib;
+/// The iWARP wire protocol (MPA, DDP, RDMAP), plain `no_std` Rust shared with the host crate
+/// in `proto/` that `cargo test` and the fuzzers build.
+#[path = "proto/src/lib.rs"]
+pub mod proto;
 
 module! {
     type: SiwRs,
