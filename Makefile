@@ -9,6 +9,7 @@
 #   make demo          build, boot a VM, show siw_rs moving data
 #   make check         host tests + VM selftests; last line: "N passed, N failed"
 #   make CLIPPY=1      build with clippy
+#   make fmt           rustfmt the driver (the kernel's settings)
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
@@ -51,4 +52,4 @@ demo:
 	@bash tools/demo
 
 fmt:
-	rustfmt --edition 2021 --config-path $(KDIR)/../linux-source-7.3/.rustfmt.toml siw_rs/*.rs siw_rs/ib/*.rs
+	rustfmt siw_rs/siw_rs_main.rs

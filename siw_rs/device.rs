@@ -92,7 +92,16 @@ pub(crate) struct SiwUContext;
 
 /// `addrconf_addr_eui48`: the modified EUI-64 of a MAC (RFC 4291 appendix A), in wire order.
 fn eui64_of_mac(mac: &[u8; ETH_ALEN]) -> [u8; 8] {
-    [mac[0] ^ 0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+    [
+        mac[0] ^ 0x02,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
 }
 
 impl Link for Siw {

@@ -200,7 +200,9 @@ impl<T: Driver> Device<T> {
     fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
         let (mut speed, mut width) = (0u16, 0u8);
         // SAFETY: `self` is a live device; the out pointers are valid locals.
-        to_result(unsafe { bindings::ib_get_eth_speed(self.as_ptr(), port, &mut speed, &mut width) })?;
+        to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_ptr(), port, &mut speed, &mut width)
+        })?;
         Ok((speed, width))
     }
 
@@ -293,7 +295,9 @@ impl<T: Driver> Device<T> {
 
 /// This module's `struct module`, which owns the devices it creates (`ops.owner`).
 fn this_module() -> *mut bindings::module {
-    <crate::LocalModule as ModuleMetadata>::THIS_MODULE.as_ptr().cast()
+    <crate::LocalModule as ModuleMetadata>::THIS_MODULE
+        .as_ptr()
+        .cast()
 }
 
 /// A reference on the `struct device` inside an `ib_device` (`get_device`/`put_device`).
@@ -499,7 +503,9 @@ impl<T: Driver> Adapter<T> {
         drop(Registry::remove(ib));
         // SAFETY: By `Device<T>`'s invariants `data` is initialised until now; the core never
         // calls into the device again, so nothing can observe it after the drop.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data)) };
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data))
+        };
     }
 
     unsafe extern "C" fn query_device(
