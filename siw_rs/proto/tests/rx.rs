@@ -755,7 +755,10 @@ fn garbage_after_an_error_stays_an_error() {
 #[test]
 fn marker_right_before_the_crc_field_is_covered_by_the_crc() {
     let mut tx = Tx::new(true, true);
-    tx.fpdu(&untagged(Opcode::Send, 0, 1, 0, true, 488, RdmapHdr::None), &data(488, 1));
+    tx.fpdu(
+        &untagged(Opcode::Send, 0, 1, 0, true, 488, RdmapHdr::None),
+        &data(488, 1),
+    );
     assert_eq!(tx.out.len(), 4 + 508 + 4 + 4);
     assert_eq!(&tx.out[512..516], &[0, 0, 0x01, 0xfc]);
     let (evs, err) = run(FULL, &tx.out);
