@@ -191,6 +191,20 @@ impl<C: Crc32c> Receiver<C> {
         self.hdr.get(..self.hdr_have).unwrap_or(&[])
     }
 
+    /// How many payload octets of the current FPDU were returned so far. Before a
+    /// [`Event::Payload`] slice is placed, the slice's placement offset is the header's
+    /// [`FpduHeader::offset`] plus this value as it was before the slice.
+    pub fn payload_received(&self) -> usize {
+        let total = self.cur.as_ref().map_or(0, FpduHeader::payload_len);
+        match self.state {
+            State::Payload { rem } => {
+                total.saturating_sub(usize::try_from(rem).unwrap_or(usize::MAX))
+            }
+            State::Trailer => total,
+            State::Header | State::Failed(_) => 0,
+        }
+    }
+
     /// The header of the FPDU being received, once its Header event was returned.
     pub const fn current_header(&self) -> Option<&FpduHeader> {
         self.cur.as_ref()

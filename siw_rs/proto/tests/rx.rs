@@ -174,11 +174,13 @@ fn one_feed_call_returns_one_event_and_consumes_input() {
     assert_eq!(st.consumed, 20);
     assert!(matches!(st.event, Some(Event::Header { first: true, .. })));
     assert_eq!(rx.raw_header(), &s[..20]);
-    let st = rx.feed(&s[20..]).unwrap();
-    assert_eq!(
-        (st.consumed, st.event),
-        (4, Some(Event::Payload(&[1, 2, 3, 4])))
-    );
+    assert_eq!(rx.payload_received(), 0);
+    let st = rx.feed(&s[20..22]).unwrap();
+    assert_eq!((st.consumed, st.event), (2, Some(Event::Payload(&[1, 2]))));
+    assert_eq!(rx.payload_received(), 2);
+    let st = rx.feed(&s[22..]).unwrap();
+    assert_eq!((st.consumed, st.event), (2, Some(Event::Payload(&[3, 4]))));
+    assert_eq!(rx.payload_received(), 4);
     let st = rx.feed(&s[24..]).unwrap();
     assert_eq!((st.consumed, st.event), (4, Some(Event::End)));
     assert!(rx.at_fpdu_boundary());
