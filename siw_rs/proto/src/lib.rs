@@ -16,6 +16,7 @@
 //! - [`rdmap`]: RDMAP opcodes, RDMAP headers and the full FPDU header.
 //! - [`fpdu`]: FPDU framing: padding, CRC trailer, MULPDU and MPA markers.
 //! - [`segment`]: segmentation of a message into DDP segments.
+//! - [`qp`]: the queue pair state machine.
 //! - [`rx`]: the streaming receiver that turns a TCP byte stream into events.
 #![cfg_attr(not(MODULE), no_std)]
 
@@ -24,6 +25,7 @@ pub mod ddp;
 pub mod error;
 pub mod fpdu;
 pub mod mpa;
+pub mod qp;
 pub mod rdmap;
 pub mod rx;
 pub mod segment;
