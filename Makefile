@@ -18,7 +18,8 @@ KDIR ?= $(TEST_KDIR)
 LLVM ?= -19
 KMAKE := $(MAKE) -C $(KDIR) M=$(ROOT)/siw_rs LLVM=$(LLVM) RUSTC=/usr/bin/rustc \
 	BINDGEN=$(shell PATH=$$HOME/.cargo/bin:$$PATH command -v bindgen) \
-	RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library $(if $(CLIPPY),CLIPPY=1)
+	RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library \
+	$(if $(CLIPPY),CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver)
 
 .PHONY: all modules kernel kdir clean check host-test selftest demo fmt
 
