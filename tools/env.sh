@@ -2,7 +2,7 @@
 # Rust for the kernel is Debian's rustc-web (rustup's rustc comes first on PATH and has
 # no library source); host crates use rustup's cargo.
 SIW_RS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SIW_RS_CACHE=${SIW_RS_CACHE:-/var/cache/siw_rs}
+SIW_RS_CACHE=${SIW_RS_CACHE:-/var/lib/siw_rs}
 SIW_RS_KVER=${SIW_RS_KVER:-7.3}
 KSRC=${KSRC:-$SIW_RS_CACHE/linux-source-$SIW_RS_KVER}
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -7,22 +7,24 @@ cleanup() {
 	ip netns del nsA 2>/dev/null || true
 	unload_siw_rs
 }
-trap cleanup EXIT
 load_siw_rs
 veth_pair va vb
 rdma link add siw_rs1 type siw_rs netdev va
 rdma_dev_exists siw_rs1 || fail "siw_rs1 not registered"
-ibv_devinfo -d siw_rs1 | grep -q 'state:.*PORT_ACTIVE' || fail "port not active: $(ibv_devinfo -d siw_rs1)"
+has 'state:.*PORT_ACTIVE' "$(ibv_devinfo -d siw_rs1)" || fail "port not active: $(ibv_devinfo -d siw_rs1)"
 ip link set va down
-ibv_devinfo -d siw_rs1 | grep -q 'state:.*PORT_DOWN' || fail "port not down after link down"
+has 'state:.*PORT_DOWN' "$(ibv_devinfo -d siw_rs1)" || fail "port not down after link down"
 rdma link delete siw_rs1
 ! rdma_dev_exists siw_rs1 || fail "siw_rs1 still registered"
 
 # In a namespace: the device follows the netdev (shared rdma netns mode).
+ip link set va up
 ip netns add nsA
 ip link set vb netns nsA
 ip netns exec nsA ip link set vb up
 ip netns exec nsA rdma link add siw_rs2 type siw_rs netdev vb
-rdma link show siw_rs2/1 | grep -q 'netdev vb' || fail "siw_rs2 not on vb: $(rdma link show)"
+# The rdma tool names the netdev only inside the netdev's namespace.
+has 'netdev vb' "$(ip netns exec nsA rdma link show siw_rs2/1)" ||
+	fail "siw_rs2 not on vb: $(ip netns exec nsA rdma link show)"
 ip netns exec nsA rdma link delete siw_rs2
 ! rdma_dev_exists siw_rs2 || fail "siw_rs2 still registered"

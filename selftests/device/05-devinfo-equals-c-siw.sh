@@ -6,9 +6,8 @@ cleanup() {
 	rdma link delete siw1 2>/dev/null || true
 	ip link del va 2>/dev/null || true
 	unload_siw_rs
-	rmmod siw 2>/dev/null || true
+	unload_siw
 }
-trap cleanup EXIT
 load_siw_rs
 load_siw
 veth_pair va vb
@@ -25,7 +24,7 @@ differ='^[[:space:]]*(hca_id|node_guid|sys_image_guid|vendor_part_id|GID\[)'
 a=$(ibv_devinfo -v -d siw_rs1 | grep -Ev "$differ")
 b=$(ibv_devinfo -v -d siw1 | grep -Ev "$differ")
 # Guard against comparing two empty or truncated outputs.
-for f in max_qp max_cqe max_mr_size max_qp_rd_atom max_srq_wr max_fast_reg_page_list_len \
+for f in max_qp max_cqe max_mr_size max_qp_rd_atom max_srq_wr max_srq_sge \
 	 device_cap_flags max_msg_sz port_cap_flags active_mtu; do
 	grep -q "$f" <<<"$a" || fail "siw_rs devinfo lacks $f"
 done

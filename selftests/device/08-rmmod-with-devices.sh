@@ -4,9 +4,8 @@ cleanup() {
 	rdma link delete siw1 2>/dev/null || true
 	ip link del va 2>/dev/null || true
 	unload_siw_rs
-	rmmod siw 2>/dev/null || true
+	unload_siw
 }
-trap cleanup EXIT
 load_siw_rs
 load_siw
 veth_pair va vb

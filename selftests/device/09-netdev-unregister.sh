@@ -1,6 +1,6 @@
 # Deleting the netdev unregisters the siw_rs device on it.
 . "$ROOT/selftests/lib/common.sh"
-trap 'ip link del va 2>/dev/null; unload_siw_rs' EXIT
+cleanup() { ip link del va 2>/dev/null; unload_siw_rs; }
 load_siw_rs
 veth_pair va vb
 rdma link add siw_rs1 type siw_rs netdev va
