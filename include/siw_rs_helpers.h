@@ -26,5 +26,12 @@ void siw_rs_get_ib_device(struct ib_device *ibdev);
 void siw_rs_put_ib_device(struct ib_device *ibdev);
 unsigned long siw_rs_page_size(void);
 void siw_rs_ib_mark_name_assigned_by_user(struct ib_device *ibdev);
+void *siw_rs_vmalloc_user(unsigned long size);
+void *siw_rs_vzalloc(unsigned long size);
+unsigned int siw_rs_page_shift(void);
+struct ib_ucontext *siw_rs_udata_to_ucontext(struct ib_udata *udata);
+struct uverbs_attr_bundle;
+struct ib_udata *siw_rs_attrs_to_udata(struct uverbs_attr_bundle *attrs);
+struct ib_umem *siw_rs_ib_umem_get_va(struct ib_device *dev, unsigned long addr, size_t size, int access);
 
 #endif

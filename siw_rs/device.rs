@@ -15,9 +15,7 @@ use crate::ib::{
         PortAttr,
         PortImmutable,
         PortState,
-        SiwDeviceRef,
-        Udata,
-        UrespAllocCtx, //
+        SiwDeviceRef, //
     },
     link::Link,
     netdev::{
@@ -27,21 +25,53 @@ use crate::ib::{
         NetDev,
         ETH_ALEN, //
     },
+    object::{
+        Udata,
+        UrespAllocCtx, //
+        User,
+    },
+    verbs::{
+        MrKeys,
+        Pd,
+        Qp,
+        QpInit,
+        QpModify,
+        QpQuery,
+        Srq,
+        SrqAttr,
+        SrqMask,
+        UserMr, //
+    },
+};
+use crate::{
+    cq::SiwCq,
+    limit::{
+        Counted,
+        Counts,
+        Kind, //
+    },
+    mr::SiwMr,
+    pd::SiwPd,
+    qp::SiwQp,
+    srq::SiwSrq,
 };
 use core::sync::atomic::{
     AtomicU32,
     Ordering, //
 };
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::Arc, //
+};
 
 /// `SIW_VENDOR_ID`: ASCII "bmt".
 const VENDOR_ID: u32 = 0x626d74;
 /// `SIW_NODE_DESC_COMMON`.
 const NODE_DESC: &[u8] = b"Software iWARP stack";
 /// `SIW_MAX_QP`.
-const MAX_QP: u32 = 1024 * 100;
+pub(crate) const MAX_QP: u32 = 1024 * 100;
 /// `SIW_MAX_QP_WR`.
-const MAX_QP_WR: u32 = 1024 * 32;
+pub(crate) const MAX_QP_WR: u32 = 1024 * 32;
 /// `SIW_MAX_ORD_QP`.
 const MAX_ORD: u32 = 128;
 /// `SIW_MAX_IRD_QP`.
@@ -53,19 +83,19 @@ const MAX_SGE_RD: u32 = 1;
 /// `SIW_MAX_SGE_PBL`.
 const MAX_SGE_PBL: u32 = 256;
 /// `SIW_MAX_CQ`.
-const MAX_CQ: u32 = 1024 * 100;
+pub(crate) const MAX_CQ: u32 = 1024 * 100;
 /// `SIW_MAX_CQE`.
-const MAX_CQE: u32 = MAX_QP_WR * 100;
+pub(crate) const MAX_CQE: u32 = MAX_QP_WR * 100;
 /// `SIW_MAX_MR`.
-const MAX_MR: u32 = MAX_QP * 10;
+pub(crate) const MAX_MR: u32 = MAX_QP * 10;
 /// `SIW_MAX_PD`.
-const MAX_PD: u32 = MAX_QP;
+pub(crate) const MAX_PD: u32 = MAX_QP;
 /// `SIW_MAX_MW`: no memory windows.
 const MAX_MW: u32 = 0;
 /// `SIW_MAX_SRQ`.
-const MAX_SRQ: u32 = MAX_QP;
+pub(crate) const MAX_SRQ: u32 = MAX_QP;
 /// `SIW_MAX_SRQ_WR`.
-const MAX_SRQ_WR: u32 = MAX_QP_WR * 10;
+pub(crate) const MAX_SRQ_WR: u32 = MAX_QP_WR * 10;
 /// `SIW_MAX_CONTEXT`: user contexts per device.
 const MAX_CONTEXT: u32 = MAX_PD;
 /// The page size the kernel was built with (`PAGE_SIZE`).
@@ -83,12 +113,14 @@ pub(crate) struct SiwDev {
     raw_gid: [u8; ETH_ALEN],
     /// `vendor_part_id`.
     part_id: u32,
-    /// Open user contexts.
-    num_ctx: AtomicU32,
+    /// Object counts, against the device limits.
+    pub(crate) counts: Arc<Counts>,
 }
 
 /// Per-process (user context) state.
-pub(crate) struct SiwUContext;
+pub(crate) struct SiwUContext {
+    _count: Counted,
+}
 
 /// `addrconf_addr_eui48`: the modified EUI-64 of a MAC (RFC 4291 appendix A), in wire order.
 fn eui64_of_mac(mac: &[u8; ETH_ALEN]) -> [u8; 8] {
@@ -124,7 +156,7 @@ impl Link for Siw {
         let data = SiwDev {
             raw_gid,
             part_id: NEXT_PART_ID.fetch_add(1, Ordering::Relaxed),
-            num_ctx: AtomicU32::new(0),
+            counts: Arc::new(Counts::default(), GFP_KERNEL)?,
         };
         let info = DeviceInfo {
             node_guid: eui64_of_mac(&raw_gid),
@@ -163,6 +195,11 @@ impl netdev::Notifier for Siw {
 impl ibdev::Driver for Siw {
     type Data = SiwDev;
     type UContext = SiwUContext;
+    type Pd = SiwPd;
+    type Cq = SiwCq;
+    type Srq = SiwSrq;
+    type Qp = SiwQp;
+    type Mr = SiwMr;
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
         let d = dev.data();
@@ -227,26 +264,75 @@ impl ibdev::Driver for Siw {
 
     fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata) -> Result<SiwUContext> {
         let d = dev.data();
-        if d.num_ctx.fetch_add(1, Ordering::Relaxed) >= MAX_CONTEXT {
-            d.num_ctx.fetch_sub(1, Ordering::Relaxed);
-            return Err(ENOMEM);
-        }
-        let resp = UrespAllocCtx {
+        let count = Counted::new(&d.counts, Kind::Ctx, MAX_CONTEXT)?;
+        udata.respond(&UrespAllocCtx {
             dev_id: d.part_id,
             pad: 0,
-        };
-        let r = if udata.outlen() < core::mem::size_of::<UrespAllocCtx>() {
-            Err(EINVAL)
-        } else {
-            udata.respond(&resp)
-        };
-        if r.is_err() {
-            d.num_ctx.fetch_sub(1, Ordering::Relaxed);
-        }
-        r.map(|()| SiwUContext)
+        })?;
+        Ok(SiwUContext { _count: count })
     }
 
-    fn dealloc_ucontext(dev: &Device<Self>, _ctx: &SiwUContext) {
-        dev.data().num_ctx.fetch_sub(1, Ordering::Relaxed);
+    fn alloc_pd(dev: &Device<Self>) -> Result<SiwPd> {
+        SiwPd::new(dev.data())
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        cqe: i32,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(SiwCq, i32)> {
+        SiwCq::new(dev.data(), cqe, user)
+    }
+
+    fn create_srq(
+        pd: &Pd<Self>,
+        attr: &SrqAttr,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(SiwSrq, SrqAttr)> {
+        SiwSrq::new(pd.device::<Self>().data(), attr, user)
+    }
+
+    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: SrqMask) -> Result {
+        srq.data().modify(attr, mask)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr> {
+        Ok(srq.data().query())
+    }
+
+    fn create_qp(
+        pd: &Pd<Self>,
+        attr: &QpInit<'_, Self>,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(SiwQp, u32)> {
+        SiwQp::new(pd.device::<Self>().data(), attr, user)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result {
+        qp.data().modify(attr)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
+        Ok(qp.data().query())
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) {
+        // Moving to ERROR flushes outstanding work; without a connection there is none.
+        let _ = qp.data().modify(&QpModify {
+            state: Some(crate::ib::verbs::QpState::Err),
+            access_flags: None,
+        });
+    }
+
+    fn doorbell(qp: &Qp<Self>) -> Result {
+        qp.data().doorbell()
+    }
+
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        mr: UserMr,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(SiwMr, MrKeys)> {
+        SiwMr::new(pd.device::<Self>().data(), mr, user)
     }
 }

@@ -5,8 +5,10 @@
 #include <linux/netdevice.h>
 #include <linux/etherdevice.h>
 #include <linux/cpumask.h>
+#include <linux/vmalloc.h>
 #include <net/addrconf.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "siw_rs_helpers.h"
@@ -84,4 +86,34 @@ unsigned long siw_rs_page_size(void)
 void siw_rs_ib_mark_name_assigned_by_user(struct ib_device *ibdev)
 {
 	ib_mark_name_assigned_by_user(ibdev);
+}
+
+void *siw_rs_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}
+
+void *siw_rs_vzalloc(unsigned long size)
+{
+	return vzalloc(size);
+}
+
+unsigned int siw_rs_page_shift(void)
+{
+	return PAGE_SHIFT;
+}
+
+struct ib_ucontext *siw_rs_udata_to_ucontext(struct ib_udata *udata)
+{
+	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
+}
+
+struct ib_udata *siw_rs_attrs_to_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+struct ib_umem *siw_rs_ib_umem_get_va(struct ib_device *dev, unsigned long addr, size_t size, int access)
+{
+	return ib_umem_get_va(dev, addr, size, access);
 }

@@ -10,4 +10,7 @@
 mod bindings;
 pub(crate) mod device;
 pub(crate) mod link;
+pub(crate) mod mem;
 pub(crate) mod netdev;
+pub(crate) mod object;
+pub(crate) mod verbs;

@@ -11,12 +11,19 @@
 
 use kernel::prelude::*;
 
+mod cq;
 mod device;
 mod ib;
+mod limit;
+mod mr;
+mod pd;
 /// The iWARP wire protocol (MPA, DDP, RDMAP), plain `no_std` Rust shared with the host crate
 /// in `proto/` that `cargo test` and the fuzzers build.
 #[path = "proto/src/lib.rs"]
 pub mod proto;
+mod qp;
+mod queue;
+mod srq;
 
 module! {
     type: SiwRs,

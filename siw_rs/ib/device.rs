@@ -15,8 +15,26 @@
 //! only those.
 
 use super::{
-    bindings,
-    netdev::NetDev, //
+    bindings, mem,
+    netdev::NetDev,
+    object::{
+        UContext,
+        Udata,
+        User, //
+    },
+    verbs::{
+        Cq,
+        MrKeys,
+        Pd,
+        Qp,
+        QpInit,
+        QpModify,
+        QpQuery,
+        Srq,
+        SrqAttr,
+        SrqMask,
+        UserMr, //
+    },
 };
 use core::{
     marker::PhantomData,
@@ -123,6 +141,16 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type Data: Send + Sync;
     /// Driver data of each user context.
     type UContext: Send + Sync;
+    /// Driver data of each protection domain.
+    type Pd: Send + Sync;
+    /// Driver data of each completion queue.
+    type Cq: Send + Sync;
+    /// Driver data of each shared receive queue.
+    type Srq: Send + Sync;
+    /// Driver data of each queue pair.
+    type Qp: Send + Sync;
+    /// Driver data of each memory region.
+    type Mr: Send + Sync;
 
     /// Device attributes (`ibv_query_device`).
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
@@ -137,6 +165,57 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata) -> Result<Self::UContext>;
     /// The context is gone; `ctx` is dropped after this returns.
     fn dealloc_ucontext(_dev: &Device<Self>, _ctx: &Self::UContext) {}
+
+    /// A new protection domain.
+    fn alloc_pd(dev: &Device<Self>) -> Result<Self::Pd>;
+    /// The PD is gone; its data is dropped after this returns.
+    fn dealloc_pd(_dev: &Device<Self>, _pd: &Self::Pd) {}
+
+    /// A new CQ of at least `cqe` entries; returns its data and its real size.
+    fn create_cq(
+        dev: &Device<Self>,
+        cqe: i32,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(Self::Cq, i32)>;
+    /// The CQ is gone (no QP uses it); its data is dropped after this returns.
+    fn destroy_cq(_dev: &Device<Self>, _cq: &Self::Cq) {}
+
+    /// A new SRQ; returns its data and its real attributes.
+    fn create_srq(
+        pd: &Pd<Self>,
+        attr: &SrqAttr,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(Self::Srq, SrqAttr)>;
+    /// Changes the attributes `mask` names.
+    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: SrqMask) -> Result;
+    /// The SRQ's attributes.
+    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr>;
+    /// The SRQ is gone; its data is dropped after this returns.
+    fn destroy_srq(_srq: &Srq<Self>) {}
+
+    /// A new QP; returns its data and its QP number.
+    fn create_qp(
+        pd: &Pd<Self>,
+        attr: &QpInit<'_, Self>,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(Self::Qp, u32)>;
+    /// Modifies the QP.
+    fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result;
+    /// The QP's attributes.
+    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
+    /// Destroys the QP; its data is dropped after this returns.
+    fn destroy_qp(qp: &Qp<Self>);
+    /// The user's send queue doorbell (POST_SEND without work requests).
+    fn doorbell(qp: &Qp<Self>) -> Result;
+
+    /// Registers user memory; returns the MR's data and keys.
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        mr: UserMr,
+        user: Option<&mut User<'_, Self>>,
+    ) -> Result<(Self::Mr, MrKeys)>;
+    /// The MR is being deregistered; its data is dropped after this returns.
+    fn dereg_mr(_mr: &Self::Mr) {}
 }
 
 /// An RDMA device owned by driver `T`.
@@ -166,7 +245,7 @@ impl<T: Driver> Device<T> {
     ///
     /// `ptr` is the `ib_device` of a live `Device<T>` whose data is initialised, and it stays
     /// so for `'a` (true inside every device op until `dealloc_driver`).
-    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: By the type invariants `ib` is at offset 0, so the cast is to the
         // containing `Device<T>`; the caller guarantees liveness.
         unsafe { &*ptr.cast::<Self>() }
@@ -426,54 +505,6 @@ impl Drop for SiwDeviceRef {
     }
 }
 
-/// The response buffer of a uverbs command (`struct ib_udata`).
-pub(crate) struct Udata(NonNull<bindings::ib_udata>);
-
-/// A driver response structure from `include/uapi/rdma/siw-abi.h`.
-///
-/// # Safety
-///
-/// The type is plain old data: `repr(C)`, no padding that could leak kernel memory (or padding
-/// fields that are always written), valid for any bit pattern.
-pub(crate) unsafe trait Response: Sized {}
-
-/// `struct siw_uresp_alloc_ctx`, the response to GET_CONTEXT.
-pub(crate) type UrespAllocCtx = bindings::siw_uresp_alloc_ctx;
-// SAFETY: Two `__u32` fields (`dev_id`, `pad`), no implicit padding.
-unsafe impl Response for UrespAllocCtx {}
-
-impl Udata {
-    /// Bytes userspace has room for.
-    pub(crate) fn outlen(&self) -> usize {
-        // SAFETY: `self.0` is the valid udata of the command being executed.
-        unsafe { (*self.0.as_ptr()).outlen }
-    }
-
-    /// Copies `resp` to userspace, zero-filling any remaining room.
-    pub(crate) fn respond<R: Response>(&mut self, resp: &R) -> Result {
-        // SAFETY: `self.0` is valid; `resp` is `size_of::<R>()` readable bytes of plain data.
-        to_result(unsafe {
-            bindings::_ib_respond_udata(
-                self.0.as_ptr(),
-                core::ptr::from_ref(resp).cast(),
-                core::mem::size_of::<R>(),
-            )
-        })
-    }
-}
-
-/// A user context (`struct ib_ucontext`) of driver `T`.
-///
-/// # Invariants
-///
-/// `ib` is at offset 0 of a `size_ib_ucontext` allocation made by the core; `data` is
-/// initialised between a successful `alloc_ucontext` and `dealloc_ucontext`.
-#[repr(C)]
-pub(crate) struct UContext<T: Driver> {
-    ib: Opaque<bindings::ib_ucontext>,
-    data: T::UContext,
-}
-
 /// Trampolines from `ib_device_ops` to [`Driver`], and the ops table.
 pub(crate) struct Adapter<T: Driver>(PhantomData<T>);
 
@@ -491,13 +522,35 @@ impl<T: Driver> Adapter<T> {
         ops.alloc_ucontext = Some(Self::alloc_ucontext);
         ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
         ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
+        ops.mmap = Some(mem::mmap);
+        ops.mmap_free = Some(mem::mmap_free);
+        ops.alloc_pd = Some(Self::alloc_pd);
+        ops.dealloc_pd = Some(Self::dealloc_pd);
+        ops.size_ib_pd = core::mem::size_of::<Pd<T>>();
+        ops.create_cq = Some(Self::create_cq);
+        ops.destroy_cq = Some(Self::destroy_cq);
+        ops.size_ib_cq = core::mem::size_of::<Cq<T>>();
+        ops.create_srq = Some(Self::create_srq);
+        ops.modify_srq = Some(Self::modify_srq);
+        ops.query_srq = Some(Self::query_srq);
+        ops.destroy_srq = Some(Self::destroy_srq);
+        ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
+        ops.create_qp = Some(Self::create_qp);
+        ops.modify_qp = Some(Self::modify_qp);
+        ops.query_qp = Some(Self::query_qp);
+        ops.destroy_qp = Some(Self::destroy_qp);
+        ops.post_send = Some(Self::post_send);
+        ops.post_recv = Some(Self::post_recv);
+        ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        ops.reg_user_mr = Some(Self::reg_user_mr);
+        ops.dereg_mr = Some(Self::dereg_mr);
         ops
     };
 
     /// # Safety
     ///
     /// Called by the core exactly once per device, last, before it frees the memory.
-    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+    pub(super) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
         // Drop siw_rs's registry reference, if the registry still held it (module unload
         // takes the references out first and drops them itself).
         drop(Registry::remove(ib));
@@ -508,6 +561,12 @@ impl<T: Driver> Adapter<T> {
         };
     }
 
+    /// The `query_device` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.query_device` of a device of driver `T`,
+    /// with the arguments that callback documents.
     unsafe extern "C" fn query_device(
         ib: *mut bindings::ib_device,
         attr: *mut bindings::ib_device_attr,
@@ -552,6 +611,12 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
+    /// The `query_port` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.query_port` of a device of driver `T`,
+    /// with the arguments that callback documents.
     unsafe extern "C" fn query_port(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -574,10 +639,11 @@ impl<T: Driver> Adapter<T> {
                 PortState::Down => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
             } as u8;
             // SAFETY: Pure conversions of MTU byte counts to `enum ib_mtu`.
-            out.max_mtu = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.max_mtu)) } as _;
+            out.max_mtu = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.max_mtu)) }
+                as bindings::ib_mtu;
             // SAFETY: As above.
-            out.active_mtu =
-                unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.active_mtu)) } as _;
+            out.active_mtu = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.active_mtu)) }
+                as bindings::ib_mtu;
             out.gid_tbl_len = a.gid_tbl_len;
             out.port_cap_flags = a.port_cap_flags;
             out.max_msg_sz = a.max_msg_sz;
@@ -587,6 +653,12 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
+    /// The `get_port_immutable` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.get_port_immutable` of a device of driver `T`,
+    /// with the arguments that callback documents.
     unsafe extern "C" fn get_port_immutable(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -604,6 +676,12 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
+    /// The `query_gid` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.query_gid` of a device of driver `T`,
+    /// with the arguments that callback documents.
     unsafe extern "C" fn query_gid(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -620,31 +698,41 @@ impl<T: Driver> Adapter<T> {
         })
     }
 
+    /// The `alloc_ucontext` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.alloc_ucontext` of a device of driver `T`,
+    /// with the arguments that callback documents.
     unsafe extern "C" fn alloc_ucontext(
         uctx: *mut bindings::ib_ucontext,
         udata: *mut bindings::ib_udata,
     ) -> c_int {
         from_result(|| {
-            let mut udata = Udata(NonNull::new(udata).ok_or(EINVAL)?);
+            // SAFETY: `udata` is the GET_CONTEXT command's udata.
+            let mut udata = unsafe { Udata::from_raw(udata) }.ok_or(EINVAL)?;
             // SAFETY: The core sets `device` before calling `alloc_ucontext`.
             let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
             let data = T::alloc_ucontext(dev, &mut udata)?;
-            // INVARIANT: `data` is initialised here, dropped in `dealloc_ucontext`.
-            // SAFETY: `uctx` is the start of a `size_ib_ucontext == size_of::<UContext<T>>()`
-            // allocation; `data` is uninitialised and written once.
-            unsafe { core::ptr::addr_of_mut!((*uctx.cast::<UContext<T>>()).data).write(data) };
+            // SAFETY: A fresh `size_ib_ucontext` allocation; dropped in `dealloc_ucontext`.
+            unsafe { UContext::<T>::init(uctx, data) };
             Ok(0)
         })
     }
 
+    /// The `dealloc_ucontext` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.dealloc_ucontext` of a device of driver `T`,
+    /// with the arguments that callback documents.
     unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
-        let ctx = uctx.cast::<UContext<T>>();
-        // SAFETY: The context was set up by a successful `alloc_ucontext`, so `data` is
-        // initialised; the core calls this once and frees the memory afterwards.
+        // SAFETY: `alloc_ucontext` succeeded for `uctx`; this is its last callback, after
+        // every object of the context was destroyed.
         unsafe {
             let dev = Device::<T>::from_raw((*uctx).device);
-            T::dealloc_ucontext(dev, &(*ctx).data);
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ctx).data));
+            T::dealloc_ucontext(dev, UContext::<T>::from_raw(uctx).data());
+            UContext::<T>::drop_data(uctx);
         }
     }
 }

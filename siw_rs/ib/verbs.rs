@@ -1,0 +1,727 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs objects: protection domains, completion queues, shared receive queues, queue pairs
+//! and memory regions. Typed attributes for the driver, and the trampolines behind
+//! [`Adapter`]'s ops table.
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h).
+
+use super::{
+    bindings,
+    device::{
+        Adapter,
+        Device,
+        Driver, //
+    },
+    object::{
+        Obj,
+        User, //
+    },
+};
+use core::ptr::NonNull;
+use kernel::{
+    error::{
+        from_err_ptr,
+        from_result, //
+    },
+    prelude::*,
+};
+
+/// A protection domain of driver `T`.
+pub(crate) type Pd<T> = Obj<bindings::ib_pd, <T as Driver>::Pd>;
+/// A completion queue of driver `T`.
+pub(crate) type Cq<T> = Obj<bindings::ib_cq, <T as Driver>::Cq>;
+/// A shared receive queue of driver `T`.
+pub(crate) type Srq<T> = Obj<bindings::ib_srq, <T as Driver>::Srq>;
+/// A queue pair of driver `T`.
+pub(crate) type Qp<T> = Obj<bindings::ib_qp, <T as Driver>::Qp>;
+
+impl<D> Obj<bindings::ib_pd, D> {
+    /// The device the PD belongs to.
+    pub(crate) fn device<T: Driver<Pd = D>>(&self) -> &Device<T> {
+        // SAFETY: A live PD's `device` is set by the core and is a live device of the driver
+        // whose ops created the PD, i.e. `T` (the `Pd = D` bound ties them).
+        unsafe { Device::<T>::from_raw((*self.as_ptr()).device) }
+    }
+}
+
+/// Access flags (`IB_ACCESS_*`).
+pub(crate) mod access {
+    use super::bindings;
+    /// Local write.
+    pub(crate) const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    /// Remote write.
+    pub(crate) const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    /// Remote read.
+    pub(crate) const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+    /// Memory window bind.
+    pub(crate) const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+}
+
+/// Queue pair states (`enum ib_qp_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpState {
+    /// RESET.
+    Reset,
+    /// INIT.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drain.
+    Sqd,
+    /// Send queue error.
+    Sqe,
+    /// Error.
+    Err,
+}
+
+impl QpState {
+    fn from_c(s: bindings::ib_qp_state) -> Result<Self> {
+        Ok(match s {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return Err(EINVAL),
+        })
+    }
+
+    fn to_c(self) -> bindings::ib_qp_state {
+        match self {
+            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            Self::Err => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+}
+
+/// Queue pair capacities (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct QpCap {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline_data: u32,
+}
+
+impl QpCap {
+    fn from_c(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn to_c(self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// `create_qp` attributes.
+pub(crate) struct QpInit<'a, T: Driver> {
+    /// The QP type is RC (the only one iWARP has).
+    pub(crate) rc: bool,
+    /// `create_flags` (none are supported).
+    pub(crate) create_flags: u32,
+    /// Every send WR completes signalled (`IB_SIGNAL_ALL_WR`); `None` for an invalid value.
+    pub(crate) sig_all: Option<bool>,
+    /// Requested capacities.
+    pub(crate) cap: QpCap,
+    /// The send CQ.
+    pub(crate) send_cq: Option<&'a Cq<T>>,
+    /// The receive CQ.
+    pub(crate) recv_cq: Option<&'a Cq<T>>,
+    /// The SRQ, if any.
+    pub(crate) srq: Option<&'a Srq<T>>,
+}
+
+/// `modify_qp` attributes: only what an iWARP QP uses; the standard attributes that do not
+/// apply are accepted and ignored, as by the C siw.
+#[derive(Default)]
+pub(crate) struct QpModify {
+    /// New state (`IB_QP_STATE`).
+    pub(crate) state: Option<QpState>,
+    /// New access flags (`IB_QP_ACCESS_FLAGS`).
+    pub(crate) access_flags: Option<u32>,
+}
+
+/// What `query_qp` reports.
+pub(crate) struct QpQuery {
+    pub(crate) state: QpState,
+    pub(crate) cap: QpCap,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) access_flags: u32,
+}
+
+/// `struct ib_srq_attr`.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct SrqAttr {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) srq_limit: u32,
+}
+
+/// Which SRQ attributes a `modify_srq` changes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SrqMask {
+    /// `IB_SRQ_MAX_WR` (resize).
+    pub(crate) max_wr: bool,
+    /// `IB_SRQ_LIMIT` (arm the limit event).
+    pub(crate) limit: bool,
+}
+
+/// User memory pinned for a memory region (`struct ib_umem`); released on drop.
+///
+/// # Invariants
+///
+/// Holds a umem returned by `ib_umem_get_va`, not yet released.
+pub(crate) struct Umem(NonNull<bindings::ib_umem>);
+
+// SAFETY: A umem may be released from any thread.
+unsafe impl Send for Umem {}
+// SAFETY: `&Umem` only reads immutable fields.
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    /// The pinned length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: By the type invariant the umem is live; `length` is immutable.
+        unsafe { (*self.0.as_ptr()).length }
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant; released exactly once.
+        unsafe { bindings::ib_umem_release(self.0.as_ptr()) };
+    }
+}
+
+/// A user memory region to register.
+pub(crate) struct UserMr {
+    /// The pinned pages.
+    pub(crate) umem: Umem,
+    /// The user virtual address of the start.
+    #[expect(
+        dead_code,
+        reason = "read by the data path (TX/RX), which arrives with the connection manager"
+    )]
+    pub(crate) start: u64,
+    /// The length in bytes.
+    pub(crate) len: u64,
+    /// The address the region is known by to the peer (iova).
+    pub(crate) virt: u64,
+    /// `IB_ACCESS_*` rights.
+    pub(crate) access: u32,
+}
+
+/// A registered memory region's keys.
+#[derive(Clone, Copy)]
+pub(crate) struct MrKeys {
+    pub(crate) lkey: u32,
+    pub(crate) rkey: u32,
+}
+
+// SAFETY (for every trampoline below): the RDMA core calls them with valid objects of this
+// driver's devices, allocated with `Adapter::<T>::OPS`'s sizes, and serialises create and
+// destroy of each object against every other callback on it.
+impl<T: Driver> Adapter<T> {
+    /// The `alloc_pd` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.alloc_pd` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` before calling `alloc_pd`.
+            let dev = unsafe { Device::<T>::from_raw((*pd).device) };
+            let data = T::alloc_pd(dev)?;
+            // SAFETY: A fresh `size_ib_pd` allocation; the data is dropped in `dealloc_pd`.
+            unsafe { Pd::<T>::init(pd, data) };
+            Ok(0)
+        })
+    }
+
+    /// The `dealloc_pd` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.dealloc_pd` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `alloc_pd` succeeded for `pd`; this is its last callback.
+        unsafe {
+            let dev = Device::<T>::from_raw((*pd).device);
+            T::dealloc_pd(dev, Pd::<T>::from_raw(pd).data());
+            Pd::<T>::drop_data(pd);
+        }
+        0
+    }
+
+    /// The `create_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.create_cq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` first; `attr` is valid for the call.
+            let (dev, attr) = unsafe { (Device::<T>::from_raw((*cq).device), &*attr) };
+            if attr.flags != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: `attrs` is NULL for kernel CQs, else the command's bundle.
+            let mut user = unsafe { User::<T>::from_udata(bindings::siw_rs_attrs_to_udata(attrs)) };
+            let cqe = i32::try_from(attr.cqe).map_err(|_| EINVAL)?;
+            let (data, n) = T::create_cq(dev, cqe, user.as_mut())?;
+            // SAFETY: `cq` is ours to set up; `cqe` is what consumers read as the CQ size.
+            unsafe { (*cq).cqe = n };
+            // SAFETY: A fresh `size_ib_cq` allocation; the data is dropped in `destroy_cq`.
+            unsafe { Cq::<T>::init(cq, data) };
+            Ok(0)
+        })
+    }
+
+    /// The `destroy_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.destroy_cq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `create_cq` succeeded for `cq`; the core destroys a CQ only once no QP
+        // uses it, and this is its last callback.
+        unsafe {
+            let dev = Device::<T>::from_raw((*cq).device);
+            T::destroy_cq(dev, Cq::<T>::from_raw(cq).data());
+            Cq::<T>::drop_data(cq);
+        }
+        0
+    }
+
+    /// The `create_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.create_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` and `pd` first; `init` is valid for the call.
+            let (pd, init) = unsafe { (Pd::<T>::from_raw((*srq).pd), &mut *init) };
+            if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+                return Err(EOPNOTSUPP);
+            }
+            let a = SrqAttr {
+                max_wr: init.attr.max_wr,
+                max_sge: init.attr.max_sge,
+                srq_limit: init.attr.srq_limit,
+            };
+            // SAFETY: `udata` is NULL or the command's.
+            let mut user = unsafe { User::<T>::from_udata(udata) };
+            let (data, out) = T::create_srq(pd, &a, user.as_mut())?;
+            init.attr.max_wr = out.max_wr;
+            init.attr.max_sge = out.max_sge;
+            // SAFETY: A fresh `size_ib_srq` allocation; dropped in `destroy_srq`.
+            unsafe { Srq::<T>::init(srq, data) };
+            Ok(0)
+        })
+    }
+
+    /// The `modify_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.modify_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ; `attr` is valid for the call.
+            let (s, attr) = unsafe { (Srq::<T>::from_raw(srq), &*attr) };
+            let known =
+                bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR | bindings::ib_srq_attr_mask_IB_SRQ_LIMIT;
+            if mask & !known != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            let m = SrqMask {
+                max_wr: mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0,
+                limit: mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0,
+            };
+            let a = SrqAttr {
+                max_wr: attr.max_wr,
+                max_sge: attr.max_sge,
+                srq_limit: attr.srq_limit,
+            };
+            T::modify_srq(s, &a, m)?;
+            Ok(0)
+        })
+    }
+
+    /// The `query_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.query_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ.
+            let a = T::query_srq(unsafe { Srq::<T>::from_raw(srq) })?;
+            // SAFETY: `attr` is a writable `ib_srq_attr`.
+            let out = unsafe { &mut *attr };
+            out.max_wr = a.max_wr;
+            out.max_sge = a.max_sge;
+            out.srq_limit = a.srq_limit;
+            Ok(0)
+        })
+    }
+
+    /// The `destroy_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.destroy_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `create_srq` succeeded; no QP uses the SRQ any more (core `usecnt`).
+        unsafe {
+            T::destroy_srq(Srq::<T>::from_raw(srq));
+            Srq::<T>::drop_data(srq);
+        }
+        0
+    }
+
+    /// The `create_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.create_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` and `pd` first; `init` is valid for the call.
+            let (pd, init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
+            // SAFETY: Non-null CQ and SRQ pointers name live objects of this device, which the
+            // core keeps alive (their `usecnt`) for the QP's whole life.
+            let (send_cq, recv_cq, srq) = unsafe {
+                (
+                    NonNull::new(init.send_cq).map(|p| Cq::<T>::from_raw(p.as_ptr())),
+                    NonNull::new(init.recv_cq).map(|p| Cq::<T>::from_raw(p.as_ptr())),
+                    NonNull::new(init.srq).map(|p| Srq::<T>::from_raw(p.as_ptr())),
+                )
+            };
+            let a = QpInit {
+                rc: init.qp_type == bindings::ib_qp_type_IB_QPT_RC,
+                create_flags: init.create_flags,
+                sig_all: match init.sq_sig_type {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR => Some(true),
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR => Some(false),
+                    _ => None,
+                },
+                cap: QpCap::from_c(&init.cap),
+                send_cq,
+                recv_cq,
+                srq,
+            };
+            // SAFETY: `udata` is NULL or the command's.
+            let mut user = unsafe { User::<T>::from_udata(udata) };
+            let (data, qpn) = T::create_qp(pd, &a, user.as_mut())?;
+            // SAFETY: `qp` is ours to set up until we return.
+            unsafe { (*qp).qp_num = qpn };
+            // SAFETY: A fresh `size_ib_qp` allocation; dropped in `destroy_qp`.
+            unsafe { Qp::<T>::init(qp, data) };
+            Ok(0)
+        })
+    }
+
+    /// The `modify_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.modify_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mask = u32::try_from(mask).map_err(|_| EINVAL)?;
+            if mask & !bindings::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: A live QP; `attr` is valid for the call.
+            let (q, attr) = unsafe { (Qp::<T>::from_raw(qp), &*attr) };
+            let mut m = QpModify::default();
+            if mask & bindings::ib_qp_attr_mask_IB_QP_STATE != 0 {
+                m.state = Some(QpState::from_c(attr.qp_state)?);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS != 0 {
+                m.access_flags = Some(u32::try_from(attr.qp_access_flags).map_err(|_| EINVAL)?);
+            }
+            T::modify_qp(q, &m)?;
+            Ok(0)
+        })
+    }
+
+    /// The `query_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.query_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            if attr.is_null() || init.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: A live QP.
+            let q = unsafe { Qp::<T>::from_raw(qp) };
+            // SAFETY: As in `query_device`: the QP's device is live.
+            let dev = unsafe { Device::<T>::from_raw((*qp).device) };
+            let mtu = dev.with_netdev(|nd| nd.mtu())?;
+            let r = T::query_qp(q)?;
+            // SAFETY: Both out pointers are valid, writable and distinct (checked non-null).
+            let (attr, init) = unsafe { (&mut *attr, &mut *init) };
+            attr.qp_state = r.state.to_c();
+            r.cap.to_c(&mut attr.cap);
+            // SAFETY: A pure conversion.
+            attr.path_mtu =
+                unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu.try_into().unwrap_or(i32::MAX)) }
+                    as bindings::ib_mtu;
+            attr.max_rd_atomic = r.max_rd_atomic;
+            attr.max_dest_rd_atomic = r.max_dest_rd_atomic;
+            attr.qp_access_flags = r.access_flags as c_int;
+            // SAFETY: The base QP's fields are set by the core and stable.
+            unsafe {
+                init.qp_type = (*qp).qp_type;
+                init.send_cq = (*qp).send_cq;
+                init.recv_cq = (*qp).recv_cq;
+                init.srq = (*qp).srq;
+            }
+            init.cap = attr.cap;
+            Ok(0)
+        })
+    }
+
+    /// The `destroy_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.destroy_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `create_qp` succeeded; this is the QP's last callback.
+        unsafe {
+            T::destroy_qp(Qp::<T>::from_raw(qp));
+            Qp::<T>::drop_data(qp);
+        }
+        0
+    }
+
+    /// The `post_send` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.post_send` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        // SAFETY: A live QP.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let r = if wr.is_null() {
+            // A user QP's doorbell: the work requests are in the mapped send queue.
+            T::doorbell(q)
+        } else {
+            // Kernel work request lists arrive with the data path.
+            Err(EOPNOTSUPP)
+        };
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad_wr.is_null() {
+                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                    unsafe { *bad_wr = wr };
+                }
+                e.to_errno()
+            }
+        }
+    }
+
+    /// The `post_recv` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.post_recv` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_recv(
+        _qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        if !bad_wr.is_null() {
+            // SAFETY: `bad_wr` is a valid out pointer when non-null.
+            unsafe { *bad_wr = wr };
+        }
+        // User QPs post receives into the mapped ring; kernel lists arrive with the data path.
+        EOPNOTSUPP.to_errno()
+    }
+
+    /// The `reg_user_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.reg_user_mr` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        len: u64,
+        virt: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let r = (|| -> Result<*mut bindings::ib_mr> {
+            if !dmah.is_null() {
+                return Err(EOPNOTSUPP);
+            }
+            if len == 0 {
+                return Err(EINVAL);
+            }
+            // SAFETY: A live PD of this device.
+            let pdo = unsafe { Pd::<T>::from_raw(pd) };
+            // SAFETY: The PD's device is live; `ib_umem_get_va` pins the user range or
+            // returns an error pointer.
+            let umem = from_err_ptr(unsafe {
+                bindings::siw_rs_ib_umem_get_va(
+                    (*pd).device,
+                    usize::try_from(start).map_err(|_| EINVAL)?,
+                    usize::try_from(len).map_err(|_| EINVAL)?,
+                    access,
+                )
+            })?;
+            // INVARIANT: A live umem from `ib_umem_get_va`.
+            // SAFETY: `from_err_ptr` rejected error pointers; the core never returns NULL.
+            let umem = Umem(unsafe { NonNull::new_unchecked(umem) });
+            let mr = UserMr {
+                umem,
+                start,
+                len,
+                virt,
+                access: u32::try_from(access).map_err(|_| EINVAL)?,
+            };
+            // SAFETY: `udata` is NULL or the command's.
+            let mut user = unsafe { User::<T>::from_udata(udata) };
+            let (data, keys) = T::reg_user_mr(pdo, mr, user.as_mut())?;
+            let obj = KBox::new(
+                MrAlloc::<T> {
+                    ib: pin_init::zeroed(),
+                    data,
+                },
+                GFP_KERNEL,
+            )?;
+            let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
+            // SAFETY: `raw` is the freshly allocated MR; the core fills in the rest.
+            unsafe {
+                (*raw).lkey = keys.lkey;
+                (*raw).rkey = keys.rkey;
+            }
+            Ok(raw)
+        })();
+        match r {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The `dereg_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.dereg_mr` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `mr` came from `reg_user_mr` (a `KBox<MrAlloc<T>>` with the `ib_mr` at
+        // offset 0); this is its last callback.
+        let obj = unsafe { KBox::from_raw(mr.cast::<MrAlloc<T>>()) };
+        T::dereg_mr(&obj.data);
+        drop(obj);
+        0
+    }
+}
+
+/// The memory behind an [`Mr`]: the driver allocates MRs itself.
+#[repr(C)]
+struct MrAlloc<T: Driver> {
+    ib: bindings::ib_mr,
+    data: T::Mr,
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work and completion queue memory: power-of-two rings shared with user space.
+
+use crate::device::Siw;
+use crate::ib::{
+    mem::{
+        MmapEntry,
+        SharedMem, //
+    },
+    object::User,
+};
+use kernel::{
+    prelude::*,
+    sync::Arc, //
+};
+
+/// A ring of `entries` elements of `elem` bytes (plus `extra` bytes behind them), in memory
+/// that a user process can map when the queue belongs to one.
+pub(crate) struct Ring {
+    /// The memory.
+    #[expect(
+        dead_code,
+        reason = "read by the data path (TX/RX), which arrives with the connection manager"
+    )]
+    pub(crate) mem: Arc<SharedMem>,
+    /// Number of elements (a power of two).
+    pub(crate) entries: u32,
+    /// The mmap registration, for user queues.
+    mmap: Option<MmapEntry>,
+}
+
+impl Ring {
+    /// Allocates a ring for at least `min_entries` elements (rounded up to a power of two,
+    /// as all queue indices are free-running counters taken modulo the size).
+    pub(crate) fn new(
+        min_entries: u32,
+        elem: usize,
+        extra: usize,
+        user: Option<&mut User<'_, Siw>>,
+    ) -> Result<Self> {
+        let entries = min_entries.checked_next_power_of_two().ok_or(EINVAL)?;
+        let len = usize::try_from(entries)
+            .ok()
+            .and_then(|n| n.checked_mul(elem))
+            .and_then(|n| n.checked_add(extra))
+            .ok_or(EINVAL)?;
+        let mem = SharedMem::new(len, user.is_some())?;
+        let mmap = match user {
+            Some(u) => Some(u.ctx.mmap_insert(&mem)?),
+            None => None,
+        };
+        Ok(Self { mem, entries, mmap })
+    }
+
+    /// The key user space passes to `mmap()` (libsiw's `*_key` response fields).
+    pub(crate) fn key(&self) -> u64 {
+        self.mmap.as_ref().map_or(0, MmapEntry::key)
+    }
+}

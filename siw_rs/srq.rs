@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: a ring of `struct siw_rqe` shared by the QPs attached to it.
+
+use crate::{
+    device::{
+        Siw,
+        SiwDev,
+        MAX_SGE,
+        MAX_SRQ,
+        MAX_SRQ_WR, //
+    },
+    ib::{
+        object::{
+            UrespCreateSrq,
+            User,
+            RQE_SIZE, //
+        },
+        verbs::{
+            SrqAttr,
+            SrqMask, //
+        },
+    },
+    limit::{
+        Counted,
+        Kind, //
+    },
+    queue::Ring,
+};
+use core::sync::atomic::{
+    AtomicU32,
+    Ordering, //
+};
+use kernel::prelude::*;
+
+/// A shared receive queue.
+pub(crate) struct SiwSrq {
+    /// The receive queue elements.
+    pub(crate) ring: Ring,
+    /// SGEs per element.
+    max_sge: u32,
+    /// The armed limit (0: not armed); the limit event fires once when fewer elements remain.
+    limit: AtomicU32,
+    _count: Counted,
+}
+
+impl SiwSrq {
+    /// A new SRQ.
+    pub(crate) fn new(
+        dev: &SiwDev,
+        attr: &SrqAttr,
+        mut user: Option<&mut User<'_, Siw>>,
+    ) -> Result<(Self, SrqAttr)> {
+        let count = Counted::new(&dev.counts, Kind::Srq, MAX_SRQ)?;
+        if attr.max_sge > MAX_SGE
+            || attr.max_wr == 0
+            || attr.max_wr > MAX_SRQ_WR
+            || attr.srq_limit > attr.max_wr
+        {
+            return Err(EINVAL);
+        }
+        let ring = Ring::new(attr.max_wr, RQE_SIZE, 0, user.as_deref_mut())?;
+        if let Some(u) = user {
+            let resp = UrespCreateSrq {
+                num_rqe: ring.entries,
+                srq_key: ring.key(),
+                ..Default::default()
+            };
+            u.udata.respond(&resp)?;
+        }
+        // Like the C siw, report the requested attributes back from create (query_srq
+        // shows the rounded size).
+        let out = *attr;
+        let srq = Self {
+            ring,
+            max_sge: attr.max_sge,
+            limit: AtomicU32::new(attr.srq_limit),
+            _count: count,
+        };
+        Ok((srq, out))
+    }
+
+    /// `modify_srq`: only arming the limit is supported (no resize, as in the C siw).
+    pub(crate) fn modify(&self, attr: &SrqAttr, mask: SrqMask) -> Result {
+        if mask.max_wr {
+            return Err(EOPNOTSUPP);
+        }
+        if mask.limit {
+            if attr.srq_limit > self.ring.entries {
+                return Err(EINVAL);
+            }
+            self.limit.store(attr.srq_limit, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// `query_srq`.
+    pub(crate) fn query(&self) -> SrqAttr {
+        SrqAttr {
+            max_wr: self.ring.entries,
+            max_sge: self.max_sge,
+            srq_limit: self.limit.load(Ordering::Relaxed),
+        }
+    }
+}
