@@ -319,7 +319,7 @@ impl ibdev::Driver for Siw {
     fn destroy_qp(qp: &Qp<Self>) {
         // Moving to ERROR flushes outstanding work; without a connection there is none.
         let _ = qp.data().modify(&QpModify {
-            state: Some(crate::ib::verbs::QpState::Err),
+            state: Some(crate::proto::qp::VerbsState::Err),
             access_flags: None,
         });
     }

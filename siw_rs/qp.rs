@@ -28,8 +28,7 @@ use crate::{
             QpCap,
             QpInit,
             QpModify,
-            QpQuery,
-            QpState, //
+            QpQuery, //
         },
     },
     limit::{
@@ -38,8 +37,7 @@ use crate::{
     },
     proto::qp::{
         self as sm,
-        State,
-        VerbsState, //
+        State, //
     },
     queue::Ring,
 };
@@ -85,30 +83,6 @@ pub(crate) struct SiwQp {
     sig_all: bool,
     inner: Pin<KBox<Mutex<QpInner>>>,
     _count: Counted,
-}
-
-fn verbs_state(s: QpState) -> VerbsState {
-    match s {
-        QpState::Reset => VerbsState::Reset,
-        QpState::Init => VerbsState::Init,
-        QpState::Rtr => VerbsState::Rtr,
-        QpState::Rts => VerbsState::Rts,
-        QpState::Sqd => VerbsState::Sqd,
-        QpState::Sqe => VerbsState::Sqe,
-        QpState::Err => VerbsState::Err,
-    }
-}
-
-fn qp_state(s: VerbsState) -> QpState {
-    match s {
-        VerbsState::Reset => QpState::Reset,
-        VerbsState::Init => QpState::Init,
-        VerbsState::Rtr => QpState::Rtr,
-        VerbsState::Rts => QpState::Rts,
-        VerbsState::Sqd => QpState::Sqd,
-        VerbsState::Sqe => QpState::Sqe,
-        VerbsState::Err => QpState::Err,
-    }
 }
 
 impl SiwQp {
@@ -201,13 +175,10 @@ impl SiwQp {
             has_mpa: false,
             tx_idle: true,
         };
-        let t =
-            sm::modify(inner.state, State::from_verbs(verbs_state(target)), ctx).map_err(|e| {
-                match e {
-                    sm::Refused::NotConnected => EINVAL,
-                    sm::Refused::Undefined => ECONNABORTED,
-                }
-            })?;
+        let t = sm::modify(inner.state, State::from_verbs(target), ctx).map_err(|e| match e {
+            sm::Refused::NotConnected => EINVAL,
+            sm::Refused::Undefined => ECONNABORTED,
+        })?;
         // Flushes and connection teardown act on work in flight, which arrives with the
         // data path; without a connection there is none to act on.
         inner.state = t.next;
@@ -218,7 +189,7 @@ impl SiwQp {
     pub(crate) fn query(&self) -> QpQuery {
         let inner = self.inner.lock();
         QpQuery {
-            state: qp_state(inner.state.to_verbs()),
+            state: inner.state.to_verbs(),
             cap: QpCap {
                 max_send_wr: self.sq.entries,
                 max_recv_wr: self.rq.as_ref().map_or(0, |r| r.entries),

@@ -19,6 +19,7 @@ use super::{
         User, //
     },
 };
+use crate::proto::qp::VerbsState;
 use core::ptr::NonNull;
 use kernel::{
     error::{
@@ -59,49 +60,30 @@ pub(crate) mod access {
     pub(crate) const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
 }
 
-/// Queue pair states (`enum ib_qp_state`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum QpState {
-    /// RESET.
-    Reset,
-    /// INIT.
-    Init,
-    /// Ready to receive.
-    Rtr,
-    /// Ready to send.
-    Rts,
-    /// Send queue drain.
-    Sqd,
-    /// Send queue error.
-    Sqe,
-    /// Error.
-    Err,
+/// The verbs QP state a C `enum ib_qp_state` names.
+fn state_from_c(s: bindings::ib_qp_state) -> Result<VerbsState> {
+    Ok(match s {
+        bindings::ib_qp_state_IB_QPS_RESET => VerbsState::Reset,
+        bindings::ib_qp_state_IB_QPS_INIT => VerbsState::Init,
+        bindings::ib_qp_state_IB_QPS_RTR => VerbsState::Rtr,
+        bindings::ib_qp_state_IB_QPS_RTS => VerbsState::Rts,
+        bindings::ib_qp_state_IB_QPS_SQD => VerbsState::Sqd,
+        bindings::ib_qp_state_IB_QPS_SQE => VerbsState::Sqe,
+        bindings::ib_qp_state_IB_QPS_ERR => VerbsState::Err,
+        _ => return Err(EINVAL),
+    })
 }
 
-impl QpState {
-    fn from_c(s: bindings::ib_qp_state) -> Result<Self> {
-        Ok(match s {
-            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
-            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
-            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
-            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
-            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
-            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
-            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
-            _ => return Err(EINVAL),
-        })
-    }
-
-    fn to_c(self) -> bindings::ib_qp_state {
-        match self {
-            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
-            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
-            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
-            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
-            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
-            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
-            Self::Err => bindings::ib_qp_state_IB_QPS_ERR,
-        }
+/// The C `enum ib_qp_state` of a verbs QP state.
+fn state_to_c(s: VerbsState) -> bindings::ib_qp_state {
+    match s {
+        VerbsState::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+        VerbsState::Init => bindings::ib_qp_state_IB_QPS_INIT,
+        VerbsState::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+        VerbsState::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+        VerbsState::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+        VerbsState::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+        VerbsState::Err => bindings::ib_qp_state_IB_QPS_ERR,
     }
 }
 
@@ -158,14 +140,14 @@ pub(crate) struct QpInit<'a, T: Driver> {
 #[derive(Default)]
 pub(crate) struct QpModify {
     /// New state (`IB_QP_STATE`).
-    pub(crate) state: Option<QpState>,
+    pub(crate) state: Option<VerbsState>,
     /// New access flags (`IB_QP_ACCESS_FLAGS`).
     pub(crate) access_flags: Option<u32>,
 }
 
 /// What `query_qp` reports.
 pub(crate) struct QpQuery {
-    pub(crate) state: QpState,
+    pub(crate) state: VerbsState,
     pub(crate) cap: QpCap,
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,
@@ -508,7 +490,7 @@ impl<T: Driver> Adapter<T> {
             let (q, attr) = unsafe { (Qp::<T>::from_raw(qp), &*attr) };
             let mut m = QpModify::default();
             if mask & bindings::ib_qp_attr_mask_IB_QP_STATE != 0 {
-                m.state = Some(QpState::from_c(attr.qp_state)?);
+                m.state = Some(state_from_c(attr.qp_state)?);
             }
             if mask & bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS != 0 {
                 m.access_flags = Some(u32::try_from(attr.qp_access_flags).map_err(|_| EINVAL)?);
@@ -542,7 +524,7 @@ impl<T: Driver> Adapter<T> {
             let r = T::query_qp(q)?;
             // SAFETY: Both out pointers are valid, writable and distinct (checked non-null).
             let (attr, init) = unsafe { (&mut *attr, &mut *init) };
-            attr.qp_state = r.state.to_c();
+            attr.qp_state = state_to_c(r.state);
             r.cap.to_c(&mut attr.cap);
             // SAFETY: A pure conversion.
             attr.path_mtu =
