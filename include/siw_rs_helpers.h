@@ -34,4 +34,10 @@ struct uverbs_attr_bundle;
 struct ib_udata *siw_rs_attrs_to_udata(struct uverbs_attr_bundle *attrs);
 struct ib_umem *siw_rs_ib_umem_get_va(struct ib_device *dev, unsigned long addr, size_t size, int access);
 
+struct ib_cq;
+void siw_rs_cq_use(struct ib_cq *cq);
+void siw_rs_cq_unuse(struct ib_cq *cq);
+struct ib_qp;
+bool siw_rs_qp_is_kernel(struct ib_qp *qp);
+
 #endif

@@ -3,24 +3,30 @@
 //! Completion queues: a ring of `struct siw_cqe` followed by a `struct siw_cq_ctrl`
 //! notification word, mapped into the owning process (libsiw polls it without system calls).
 
-use crate::device::{
-    Siw,
-    MAX_CQ, //
-};
 use crate::{
     device::{
+        Siw,
         SiwDev,
+        MAX_CQ,
         MAX_CQE, //
     },
-    ib::object::{
-        UrespCreateCq,
-        User,
-        CQE_SIZE,
-        CQ_CTRL_SIZE, //
+    ib::{
+        object::{
+            UrespCreateCq,
+            User,
+            CQE_SIZE,
+            CQ_CTRL_SIZE,
+            WQE_VALID, //
+        },
+        verbs::Cq,
     },
     limit::{
         Counted,
         Kind, //
+    },
+    proto::cq::{
+        notify_now,
+        NOTIFY_NOT, //
     },
     queue::Ring,
 };
@@ -28,19 +34,76 @@ use core::sync::atomic::{
     AtomicU32,
     Ordering, //
 };
-use kernel::prelude::*;
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    sync::SpinLockIrq, //
+};
 
 /// CQ ids are reported to user space for debugging only.
 static NEXT_CQ_ID: AtomicU32 = AtomicU32::new(1);
 
+/// A completion queue element as it sits in the ring (`struct siw_cqe`, 32 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, FromBytes, IntoBytes)]
+struct Cqe {
+    id: u64,
+    flags: u8,
+    opcode: u8,
+    status: u16,
+    bytes: u32,
+    /// `imm_data` / `inval_stag`.
+    imm: u64,
+    /// `qp_id` for user CQs, the `ib_qp` pointer for kernel CQs.
+    qp: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<Cqe>() == CQE_SIZE);
+/// Offset of `flags` in a CQE.
+const CQE_FLAGS: usize = 8;
+
+/// A work completion to add to a CQ.
+pub(crate) struct Completion {
+    pub(crate) id: u64,
+    pub(crate) opcode: u8,
+    pub(crate) status: u16,
+    pub(crate) bytes: u32,
+    /// The QP number (user CQs report it).
+    pub(crate) qp_num: u32,
+    /// The QP as kernel consumers know it (kernel CQs report it).
+    pub(crate) qp_handle: u64,
+    /// Solicited event (wakes a CQ armed for solicited completions).
+    pub(crate) solicited: bool,
+}
+
+/// Adds `c` to `cq` and wakes its consumer if it armed the CQ; on overflow reports a CQ
+/// error event and fails with `ENOMEM` (`siw_sqe_complete()`/`siw_rqe_complete()`).
+pub(crate) fn complete(cq: &Cq<Siw>, c: &Completion) -> Result {
+    match cq.data().push(c) {
+        Ok(true) => {
+            cq.comp_handler();
+            Ok(())
+        }
+        Ok(false) => Ok(()),
+        Err(e) => {
+            cq.error_event();
+            Err(e)
+        }
+    }
+}
+
 /// A completion queue.
+///
+/// The kernel produces CQEs at `put`; the consumer (libsiw, or `poll_cq` for kernel CQs)
+/// takes them in order. A slot is free when its `flags` byte is zero; the producer fills the
+/// entry first and sets `WQE_VALID` last, with release ordering.
 pub(crate) struct SiwCq {
     /// CQEs, then the control word.
-    #[expect(
-        dead_code,
-        reason = "read by the data path (TX/RX), which arrives with the connection manager"
-    )]
-    pub(crate) ring: Ring,
+    ring: Ring,
+    /// Whether user space maps the ring (CQEs then carry QP numbers).
+    user: bool,
+    /// The producer index (free-running).
+    put: Pin<KBox<SpinLockIrq<u32>>>,
     _count: Counted,
 }
 
@@ -52,6 +115,7 @@ impl SiwCq {
         mut user: Option<&mut User<'_, Siw>>,
     ) -> Result<(Self, i32)> {
         let count = Counted::new(&dev.counts, Kind::Cq, MAX_CQ)?;
+        let is_user = user.is_some();
         let n = u32::try_from(cqe).map_err(|_| EINVAL)?;
         if !(1..=MAX_CQE).contains(&n) {
             return Err(EINVAL);
@@ -66,12 +130,51 @@ impl SiwCq {
             };
             u.udata.respond(&resp)?;
         }
-        Ok((
-            Self {
-                ring,
-                _count: count,
+        let put = KBox::pin_init(new_spinlock_irq!(0u32, "SiwCq::put"), GFP_KERNEL)?;
+        let cq = Self {
+            ring,
+            user: is_user,
+            put,
+            _count: count,
+        };
+        Ok((cq, size))
+    }
+
+    /// Adds `c`; returns whether the consumer's armed notification fired (the caller then calls
+    /// the completion handler, outside any lock). Fails with `ENOMEM` when the CQ is full.
+    pub(crate) fn push(&self, c: &Completion) -> Result<bool> {
+        let mem = &self.ring.mem;
+        let mut put = self.put.lock();
+        let off = self.ring.offset(*put, CQE_SIZE);
+        let flags = mem.atomic_u8(off.saturating_add(CQE_FLAGS)).ok_or(EINVAL)?;
+        if flags.load(Ordering::Acquire) != 0 {
+            // The consumer has not taken this slot yet: overflow.
+            return Err(ENOMEM);
+        }
+        mem.write(
+            off,
+            Cqe {
+                id: c.id,
+                flags: 0,
+                opcode: c.opcode,
+                status: c.status,
+                bytes: c.bytes,
+                imm: 0,
+                qp: if self.user {
+                    u64::from(c.qp_num)
+                } else {
+                    c.qp_handle
+                },
             },
-            size,
-        ))
+        )?;
+        flags.store(WQE_VALID, Ordering::Release);
+        *put = put.wrapping_add(1);
+        // The control word follows the last CQE.
+        let ctrl = mem.atomic_u32(self.ring.end(CQE_SIZE)).ok_or(EINVAL)?;
+        let fire = notify_now(ctrl.load(Ordering::Acquire), c.solicited);
+        if fire {
+            ctrl.store(NOTIFY_NOT, Ordering::Release);
+        }
+        Ok(fire)
     }
 }

@@ -191,6 +191,14 @@ impl netdev::Notifier for Siw {
     }
 }
 
+/// How completions name `qp`.
+fn qp_ids(qp: &Qp<Siw>) -> crate::qp::QpIds {
+    crate::qp::QpIds {
+        qpn: qp.qp_num(),
+        handle: qp.kernel_handle(),
+    }
+}
+
 #[vtable]
 impl ibdev::Driver for Siw {
     type Data = SiwDev;
@@ -309,7 +317,7 @@ impl ibdev::Driver for Siw {
     }
 
     fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result {
-        qp.data().modify(attr)
+        qp.data().modify(attr, qp_ids(qp))
     }
 
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
@@ -318,10 +326,13 @@ impl ibdev::Driver for Siw {
 
     fn destroy_qp(qp: &Qp<Self>) {
         // Moving to ERROR flushes outstanding work; without a connection there is none.
-        let _ = qp.data().modify(&QpModify {
-            state: Some(crate::proto::qp::VerbsState::Err),
-            access_flags: None,
-        });
+        let _ = qp.data().modify(
+            &QpModify {
+                state: Some(crate::proto::qp::VerbsState::Err),
+                access_flags: None,
+            },
+            qp_ids(qp),
+        );
     }
 
     fn doorbell(qp: &Qp<Self>) -> Result {

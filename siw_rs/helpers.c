@@ -117,3 +117,18 @@ struct ib_umem *siw_rs_ib_umem_get_va(struct ib_device *dev, unsigned long addr,
 {
 	return ib_umem_get_va(dev, addr, size, access);
 }
+
+void siw_rs_cq_use(struct ib_cq *cq)
+{
+	atomic_inc(&cq->usecnt);
+}
+
+void siw_rs_cq_unuse(struct ib_cq *cq)
+{
+	atomic_dec(&cq->usecnt);
+}
+
+bool siw_rs_qp_is_kernel(struct ib_qp *qp)
+{
+	return rdma_is_kernel_res(&qp->res);
+}

@@ -8,6 +8,7 @@
 //! socket, which only `iw_cm` hands over.
 
 use crate::{
+    cq::Completion,
     device::{
         Siw,
         SiwDev,
@@ -20,11 +21,14 @@ use crate::{
             UrespCreateQp,
             User,
             MAX_INLINE,
+            OP_RECEIVE,
             RQE_SIZE,
             SQE_SIZE, //
+            WC_WR_FLUSH_ERR,
         },
         verbs::{
             access,
+            CqRef,
             QpCap,
             QpInit,
             QpModify,
@@ -66,7 +70,21 @@ struct Perms {
 struct QpInner {
     state: State,
     perms: Perms,
+    /// The receive queue's consumer index (free-running).
+    rq_get: u32,
 }
+
+/// How completions name a QP.
+#[derive(Clone, Copy)]
+pub(crate) struct QpIds {
+    /// The QP number (user CQs).
+    pub(crate) qpn: u32,
+    /// The `ib_qp` (kernel CQs).
+    pub(crate) handle: u64,
+}
+
+/// Offset of `flags` in a receive queue element (`struct siw_rqe`).
+const RQE_FLAGS: usize = 8;
 
 /// A queue pair.
 pub(crate) struct SiwQp {
@@ -81,6 +99,14 @@ pub(crate) struct SiwQp {
         reason = "read by the data path (TX/RX), which arrives with the connection manager"
     )]
     sig_all: bool,
+    /// The receive CQ.
+    rcq: Option<CqRef<Siw>>,
+    /// The send CQ.
+    #[expect(
+        dead_code,
+        reason = "read by the data path (TX/RX), which arrives with the connection manager"
+    )]
+    scq: Option<CqRef<Siw>>,
     inner: Pin<KBox<Mutex<QpInner>>>,
     _count: Counted,
 }
@@ -141,6 +167,7 @@ impl SiwQp {
             new_mutex!(QpInner {
                 state: State::Idle,
                 perms: Perms::default(),
+                rq_get: 0,
             }),
             GFP_KERNEL,
         )?;
@@ -150,6 +177,8 @@ impl SiwQp {
             sq_max_sges: cap.max_send_sge,
             rq_max_sges: cap.max_recv_sge,
             sig_all,
+            rcq: attr.recv_cq.map(CqRef::new),
+            scq: attr.send_cq.map(CqRef::new),
             inner,
             _count: count,
         };
@@ -157,7 +186,7 @@ impl SiwQp {
     }
 
     /// `modify_qp`.
-    pub(crate) fn modify(&self, m: &QpModify) -> Result {
+    pub(crate) fn modify(&self, m: &QpModify, ids: QpIds) -> Result {
         let mut inner = self.inner.lock();
         if let Some(flags) = m.access_flags {
             inner.perms = Perms {
@@ -179,10 +208,47 @@ impl SiwQp {
             sm::Refused::NotConnected => EINVAL,
             sm::Refused::Undefined => ECONNABORTED,
         })?;
-        // Flushes and connection teardown act on work in flight, which arrives with the
-        // data path; without a connection there is none to act on.
         inner.state = t.next;
+        if t.flush_rq {
+            self.flush_rq(&mut inner, ids);
+        }
+        // Send queue flushes and connection teardown act on work in flight and on the
+        // socket, which arrive with the data path; before a connection there is none.
         Ok(())
+    }
+
+    /// Completes every posted receive with a flush error (`siw_rq_flush()`), stopping early
+    /// if the CQ overflows, as the C siw does.
+    fn flush_rq(&self, inner: &mut QpInner, ids: QpIds) {
+        let Some(rq) = &self.rq else {
+            return;
+        };
+        loop {
+            let off = rq.offset(inner.rq_get, RQE_SIZE);
+            let Some(flags) = rq.mem.atomic_u16(off.saturating_add(RQE_FLAGS)) else {
+                break;
+            };
+            if flags.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            if let Some(cq) = &self.rcq {
+                let c = Completion {
+                    id: rq.mem.read::<u64>(off).unwrap_or(0),
+                    opcode: OP_RECEIVE,
+                    status: WC_WR_FLUSH_ERR,
+                    bytes: 0,
+                    qp_num: ids.qpn,
+                    qp_handle: ids.handle,
+                    solicited: false,
+                };
+                if crate::cq::complete(cq.get(), &c).is_err() {
+                    break;
+                }
+            }
+            // Recycle the slot for the producer.
+            flags.store(0, Ordering::Release);
+            inner.rq_get = inner.rq_get.wrapping_add(1);
+        }
     }
 
     /// `query_qp`.
@@ -205,9 +271,13 @@ impl SiwQp {
         }
     }
 
-    /// The SQ doorbell. A QP that is not in RTS has nothing to send and answers `ENOTCONN`,
-    /// as in the C siw; without the connection manager no QP reaches RTS yet.
+    /// The SQ doorbell (`siw_post_send()` without work requests). In ERROR there is nothing
+    /// to do (the C siw flushes the empty list); in any other state but RTS the QP is not
+    /// connected. Without the connection manager no QP reaches RTS yet.
     pub(crate) fn doorbell(&self) -> Result {
-        Err(ENOTCONN)
+        match self.inner.lock().state {
+            State::Error => Ok(()),
+            _ => Err(ENOTCONN),
+        }
     }
 }

@@ -19,10 +19,6 @@ use kernel::{
 /// that a user process can map when the queue belongs to one.
 pub(crate) struct Ring {
     /// The memory.
-    #[expect(
-        dead_code,
-        reason = "read by the data path (TX/RX), which arrives with the connection manager"
-    )]
     pub(crate) mem: Arc<SharedMem>,
     /// Number of elements (a power of two).
     pub(crate) entries: u32,
@@ -51,6 +47,19 @@ impl Ring {
             None => None,
         };
         Ok(Self { mem, entries, mmap })
+    }
+
+    /// The byte offset of the slot a free-running `counter` names, for elements of `elem`
+    /// bytes. `entries` is a power of two, so this is a mask; arithmetic saturates, and an
+    /// offset past the end is rejected by every accessor of the memory.
+    pub(crate) fn offset(&self, counter: u32, elem: usize) -> usize {
+        let slot = counter & self.entries.wrapping_sub(1);
+        (slot as usize).saturating_mul(elem)
+    }
+
+    /// The byte offset just past the last element (where a CQ's control word sits).
+    pub(crate) fn end(&self, elem: usize) -> usize {
+        (self.entries as usize).saturating_mul(elem)
     }
 
     /// The key user space passes to `mmap()` (libsiw's `*_key` response fields).

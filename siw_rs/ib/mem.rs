@@ -18,8 +18,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{
     AtomicU16,
     AtomicU32,
-    AtomicU8,
-    Ordering, //
+    AtomicU8, //
 };
 use kernel::{
     error::to_result,
@@ -73,10 +72,6 @@ impl SharedMem {
     }
 }
 
-#[expect(
-    dead_code,
-    reason = "read by the data path (TX/RX), which arrives with the connection manager"
-)]
 impl SharedMem {
     /// A pointer to `size_of::<T>()` bytes at `off`, if they lie inside and are aligned.
     fn at<T>(&self, off: usize) -> Option<*mut T> {
@@ -123,12 +118,6 @@ impl SharedMem {
         // SAFETY: As in `atomic_u8`; `at` checked the 4-byte alignment.
         self.at::<u32>(off)
             .map(|p| unsafe { AtomicU32::from_ptr(p) })
-    }
-
-    /// Loads the `u16` at `off` with acquire ordering (zero if out of bounds).
-    pub(crate) fn load_u16(&self, off: usize) -> u16 {
-        self.atomic_u16(off)
-            .map_or(0, |a| a.load(Ordering::Acquire))
     }
 }
 

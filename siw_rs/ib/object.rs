@@ -235,3 +235,10 @@ pub(crate) const CQ_CTRL_SIZE: usize = core::mem::size_of::<bindings::siw_cq_ctr
 /// Inline data capacity of an SQE (`SIW_MAX_INLINE`).
 pub(crate) const MAX_INLINE: u32 =
     (core::mem::size_of::<bindings::siw_sge>() * (bindings::SIW_MAX_SGE as usize - 1)) as u32;
+
+/// `SIW_WQE_VALID`: the slot belongs to its consumer.
+pub(crate) const WQE_VALID: u8 = bindings::siw_wqe_flags_SIW_WQE_VALID as u8;
+/// `SIW_OP_RECEIVE`, the CQE opcode of a receive.
+pub(crate) const OP_RECEIVE: u8 = bindings::siw_opcode_SIW_OP_RECEIVE as u8;
+/// `SIW_WC_WR_FLUSH_ERR`.
+pub(crate) const WC_WR_FLUSH_ERR: u16 = bindings::siw_wc_status_SIW_WC_WR_FLUSH_ERR as u16;

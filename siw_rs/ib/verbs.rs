@@ -47,6 +47,101 @@ impl<D> Obj<bindings::ib_pd, D> {
     }
 }
 
+/// A counted reference to a CQ: it holds one use (`usecnt`) of the CQ, which makes the core
+/// refuse to destroy the CQ (`EBUSY`) while the reference exists. QPs keep these for their CQs.
+///
+/// # Invariants
+///
+/// Points to a live CQ of driver `T` whose `usecnt` this value incremented.
+pub(crate) struct CqRef<T: Driver>(NonNull<Cq<T>>);
+
+// SAFETY: The CQ is `Sync` (its driver data is); the use count is atomic.
+unsafe impl<T: Driver> Send for CqRef<T> {}
+// SAFETY: As above.
+unsafe impl<T: Driver> Sync for CqRef<T> {}
+
+impl<T: Driver> CqRef<T> {
+    /// A new reference to `cq`.
+    pub(crate) fn new(cq: &Cq<T>) -> Self {
+        // SAFETY: `cq` is live; the use is dropped in `Drop`.
+        unsafe { bindings::siw_rs_cq_use(cq.as_ptr()) };
+        // INVARIANT: Counted just above.
+        Self(NonNull::from(cq))
+    }
+
+    /// The CQ.
+    pub(crate) fn get(&self) -> &Cq<T> {
+        // SAFETY: By the type invariant the CQ cannot be destroyed while we hold our use.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: Driver> Clone for CqRef<T> {
+    fn clone(&self) -> Self {
+        Self::new(self.get())
+    }
+}
+
+impl<T: Driver> Drop for CqRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold one use of a live CQ.
+        unsafe { bindings::siw_rs_cq_unuse(self.get().as_ptr()) };
+    }
+}
+
+impl<D> Obj<bindings::ib_cq, D> {
+    /// Calls the consumer's completion handler (`ib_cq.comp_handler`), if it has one: for a
+    /// user CQ, uverbs then signals the process's completion channel.
+    pub(crate) fn comp_handler(&self) {
+        let cq = self.as_ptr();
+        // SAFETY: A live CQ; `comp_handler` and `cq_context` are set by the core at creation
+        // and not changed afterwards.
+        unsafe {
+            if let Some(f) = (*cq).comp_handler {
+                f(cq, (*cq).cq_context);
+            }
+        }
+    }
+}
+
+impl<D> Obj<bindings::ib_cq, D> {
+    /// Reports a CQ error (an overflow) to the consumer's event handler (`IB_EVENT_CQ_ERR`).
+    pub(crate) fn error_event(&self) {
+        let cq = self.as_ptr();
+        let mut ev: bindings::ib_event = pin_init::zeroed();
+        ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+        ev.element.cq = cq;
+        // SAFETY: A live CQ; `device`, `event_handler` and `cq_context` are set by the core at
+        // creation; `ev` is a valid event for the duration of the call.
+        unsafe {
+            ev.device = (*cq).device;
+            if let Some(f) = (*cq).event_handler {
+                f(&mut ev, (*cq).cq_context);
+            }
+        }
+    }
+}
+
+impl<D> Obj<bindings::ib_qp, D> {
+    /// Whether the QP belongs to a kernel consumer (work requests come as lists) rather than to
+    /// a process (work requests come through the mapped queues).
+    pub(crate) fn is_kernel(&self) -> bool {
+        // SAFETY: A live QP; its restrack entry is set at creation.
+        unsafe { bindings::siw_rs_qp_is_kernel(self.as_ptr()) }
+    }
+
+    /// The QP as kernel consumers name it in work completions (`wc->qp`).
+    pub(crate) fn kernel_handle(&self) -> u64 {
+        self.as_ptr() as usize as u64
+    }
+
+    /// The QP number.
+    pub(crate) fn qp_num(&self) -> u32 {
+        // SAFETY: A live QP; `qp_num` is set at creation.
+        unsafe { (*self.as_ptr()).qp_num }
+    }
+}
+
 /// Access flags (`IB_ACCESS_*`).
 pub(crate) mod access {
     use super::bindings;
@@ -579,6 +674,9 @@ impl<T: Driver> Adapter<T> {
         let r = if wr.is_null() {
             // A user QP's doorbell: the work requests are in the mapped send queue.
             T::doorbell(q)
+        } else if !q.is_kernel() {
+            // A process posts through its mapped send queue, never as a list.
+            Err(EINVAL)
         } else {
             // Kernel work request lists arrive with the data path.
             Err(EOPNOTSUPP)
@@ -602,7 +700,7 @@ impl<T: Driver> Adapter<T> {
     /// Called only by the RDMA core, as `ib_device_ops.post_recv` of a device of driver `T`,
     /// with the arguments that callback documents.
     pub(super) unsafe extern "C" fn post_recv(
-        _qp: *mut bindings::ib_qp,
+        qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
@@ -610,8 +708,14 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `bad_wr` is a valid out pointer when non-null.
             unsafe { *bad_wr = wr };
         }
-        // User QPs post receives into the mapped ring; kernel lists arrive with the data path.
-        EOPNOTSUPP.to_errno()
+        // SAFETY: A live QP.
+        if unsafe { Qp::<T>::from_raw(qp) }.is_kernel() {
+            // Kernel receive lists arrive with the data path.
+            EOPNOTSUPP.to_errno()
+        } else {
+            // A process posts receives into its mapped receive queue.
+            EINVAL.to_errno()
+        }
     }
 
     /// The `reg_user_mr` callback.

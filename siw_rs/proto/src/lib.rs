@@ -9,6 +9,7 @@
 //! kernel crate. The module calls this code; this code never calls the kernel.
 //!
 //! Layout:
+//! - [`cq`]: completion notification (when a new CQE wakes the consumer).
 //! - [`crc`]: the CRC32C trait and a table-driven software implementation.
 //! - [`error`]: Terminate error codes (layer, error type, error code).
 //! - [`mpa`]: MPA request/reply frames and connection parameter negotiation.
@@ -20,6 +21,7 @@
 //! - [`rx`]: the streaming receiver that turns a TCP byte stream into events.
 #![cfg_attr(not(MODULE), no_std)]
 
+pub mod cq;
 pub mod crc;
 pub mod ddp;
 pub mod error;
