@@ -33,9 +33,12 @@ rdma_dev_exists() {
 	[ -e "/sys/class/infiniband/$1" ] && has "^link $1/" "$(rdma link show 2>/dev/null)"
 }
 
-# veth_pair A B: a veth pair with both ends up, in the current namespace.
+# veth_pair A B: a veth pair with both ends up, in the current namespace. udev gives a new
+# veth its persistent MAC shortly after creation; settle first, or a device created on it
+# keeps the old MAC as its GID.
 veth_pair() {
 	ip link add "$1" type veth peer name "$2"
+	udevadm settle
 	ip link set "$1" up
 	ip link set "$2" up
 }

@@ -619,6 +619,11 @@ impl<T: Driver> Adapter<T> {
             let r = T::query_qp(q)?;
             // SAFETY: Both out pointers are valid, writable and distinct (checked non-null).
             let (attr, init) = unsafe { (&mut *attr, &mut *init) };
+            // uverbs allocates both without zeroing them (`ib_uverbs_query_qp`), and copies
+            // every field to user space: clear them, or the fields an iWARP QP does not set
+            // would carry stale kernel heap to the process (the C siw leaks them).
+            *attr = pin_init::zeroed();
+            *init = pin_init::zeroed();
             attr.qp_state = state_to_c(r.state);
             r.cap.to_c(&mut attr.cap);
             // SAFETY: A pure conversion.
