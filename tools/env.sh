@@ -6,6 +6,11 @@ SIW_RS_CACHE=${SIW_RS_CACHE:-/var/lib/siw_rs}
 SIW_RS_KVER=${SIW_RS_KVER:-7.3}
 KSRC=${KSRC:-$SIW_RS_CACHE/linux-source-$SIW_RS_KVER}
 export PATH="$HOME/.cargo/bin:$PATH"
+# pip puts vng next to the Python that installed it (pyenv's, or /usr/local/bin).
+[ -d "$HOME/.pyenv/shims" ] && PATH="$PATH:$HOME/.pyenv/shims"
+if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null); then
+	PATH="$PATH:$(dirname "$py")"
+fi
 KMAKE_VARS=(LLVM=-19 RUSTC=/usr/bin/rustc BINDGEN="$(command -v bindgen || echo bindgen)"
             RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library)
 
