@@ -38,7 +38,12 @@ const STAG_INDEX_MASK: u32 = 0x00ff_ffff;
 /// The next STag index.
 static NEXT_STAG_INDEX: AtomicU32 = AtomicU32::new(1);
 
-/// A registered memory region.
+/// A registered memory region. Placement and the STag checks on inbound traffic read these
+/// fields; they arrive with the data path.
+#[expect(
+    dead_code,
+    reason = "read by the data path (TX/RX), which arrives with the connection manager"
+)]
 pub(crate) struct SiwMr {
     /// The pinned pages.
     umem: Umem,
@@ -91,27 +96,5 @@ impl SiwMr {
             _count: count,
         };
         Ok((this, keys))
-    }
-}
-
-#[expect(
-    dead_code,
-    reason = "read by the data path (TX/RX), which arrives with the connection manager"
-)]
-impl SiwMr {
-    /// Whether `[addr, addr + len)` (in the region's iova space) lies inside the region.
-    pub(crate) fn covers(&self, addr: u64, len: u64) -> bool {
-        let Some(end) = addr.checked_add(len) else {
-            return false;
-        };
-        let Some(region_end) = self.virt.checked_add(self.len) else {
-            return false;
-        };
-        addr >= self.virt && end <= region_end && self.len as usize <= self.umem.len()
-    }
-
-    /// The STag and access rights.
-    pub(crate) fn stag_and_access(&self) -> (u32, u32) {
-        (self.stag, self.access)
     }
 }

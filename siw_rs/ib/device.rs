@@ -638,12 +638,8 @@ impl<T: Driver> Adapter<T> {
                 PortState::Active => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
                 PortState::Down => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
             } as u8;
-            // SAFETY: Pure conversions of MTU byte counts to `enum ib_mtu`.
-            out.max_mtu = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.max_mtu)) }
-                as bindings::ib_mtu;
-            // SAFETY: As above.
-            out.active_mtu = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu_int(a.active_mtu)) }
-                as bindings::ib_mtu;
+            out.max_mtu = ib_mtu(a.max_mtu);
+            out.active_mtu = ib_mtu(a.active_mtu);
             out.gid_tbl_len = a.gid_tbl_len;
             out.port_cap_flags = a.port_cap_flags;
             out.max_msg_sz = a.max_msg_sz;
@@ -737,7 +733,11 @@ impl<T: Driver> Adapter<T> {
     }
 }
 
-/// An MTU as the C `int` `ib_mtu_int_to_enum` takes.
-fn mtu_int(mtu: u32) -> c_int {
-    c_int::try_from(mtu).unwrap_or(c_int::MAX)
+/// The `enum ib_mtu` for an MTU in bytes (`ib_mtu_int_to_enum`: the largest IB MTU that fits).
+pub(super) fn ib_mtu(mtu: u32) -> bindings::ib_mtu {
+    let mtu = c_int::try_from(mtu).unwrap_or(c_int::MAX);
+    // SAFETY: A pure function of its argument.
+    let e = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu) };
+    // The result is one of the positive `IB_MTU_*` values.
+    e as bindings::ib_mtu
 }

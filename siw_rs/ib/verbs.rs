@@ -275,16 +275,8 @@ pub(crate) struct Umem(NonNull<bindings::ib_umem>);
 
 // SAFETY: A umem may be released from any thread.
 unsafe impl Send for Umem {}
-// SAFETY: `&Umem` only reads immutable fields.
+// SAFETY: `&Umem` gives access to nothing.
 unsafe impl Sync for Umem {}
-
-impl Umem {
-    /// The pinned length in bytes.
-    pub(crate) fn len(&self) -> usize {
-        // SAFETY: By the type invariant the umem is live; `length` is immutable.
-        unsafe { (*self.0.as_ptr()).length }
-    }
-}
 
 impl Drop for Umem {
     fn drop(&mut self) {
@@ -626,10 +618,7 @@ impl<T: Driver> Adapter<T> {
             *init = pin_init::zeroed();
             attr.qp_state = state_to_c(r.state);
             r.cap.to_c(&mut attr.cap);
-            // SAFETY: A pure conversion.
-            attr.path_mtu =
-                unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu.try_into().unwrap_or(i32::MAX)) }
-                    as bindings::ib_mtu;
+            attr.path_mtu = super::device::ib_mtu(mtu);
             attr.max_rd_atomic = r.max_rd_atomic;
             attr.max_dest_rd_atomic = r.max_dest_rd_atomic;
             attr.qp_access_flags = r.access_flags as c_int;
