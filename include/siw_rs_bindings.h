@@ -17,6 +17,8 @@
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
 #include <uapi/rdma/siw-abi.h>
+#include <linux/uio.h>
+#include <linux/workqueue.h>
 #include <uapi/rdma/ib_user_ioctl_verbs.h>
 
 #include "siw_rs_helpers.h"

@@ -40,4 +40,67 @@ void siw_rs_cq_unuse(struct ib_cq *cq);
 struct ib_qp;
 bool siw_rs_qp_is_kernel(struct ib_qp *qp);
 
+
+/*
+ * Sockets. siw_rs takes over a connection's socket callbacks: each one calls
+ * ctx->event(ctx->data, SIW_RS_SK_*) under sk_callback_lock (from softirq or process
+ * context) and then the callback it replaced.
+ */
+struct socket;
+struct sock;
+struct kvec;
+struct iw_cm_id;
+
+enum siw_rs_sk_event {
+	SIW_RS_SK_DATA = 1,
+	SIW_RS_SK_WRITE = 2,
+	SIW_RS_SK_STATE = 4,
+};
+
+struct siw_rs_sk_ctx {
+	void (*event)(const void *data, int what);
+	const void *data;
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+	void (*saved_state_change)(struct sock *sk);
+};
+
+int siw_rs_sock_listen(struct iw_cm_id *id, int backlog, struct socket **out);
+int siw_rs_sock_connect(struct iw_cm_id *id, struct socket **out);
+int siw_rs_sock_accept(struct socket *ls, struct socket **out);
+void siw_rs_sock_attach(struct socket *s, struct siw_rs_sk_ctx *ctx);
+void siw_rs_sock_detach(struct socket *s);
+void siw_rs_sock_shutdown(struct socket *s);
+void siw_rs_sock_release(struct socket *s);
+int siw_rs_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len, bool block, bool more);
+long siw_rs_sock_read(struct socket *s, void *ctx, size_t (*feed)(void *ctx, const u8 *p, size_t len));
+/* 1: established, 0: connecting or listening, -errno or -ECONNRESET: gone. */
+int siw_rs_sock_alive(struct socket *s);
+unsigned int siw_rs_sock_mss(struct socket *s);
+
+/* iw_cm */
+int siw_rs_cm_upcall(struct iw_cm_id *id, struct socket *s, int event, int status,
+		     const void *pd, u8 pd_len, u8 ird, u8 ord, void *provider_data);
+void siw_rs_cm_id_get(struct iw_cm_id *id);
+void siw_rs_cm_id_put(struct iw_cm_id *id);
+void *siw_rs_cm_id_provider_data(struct iw_cm_id *id);
+void siw_rs_cm_id_set_provider_data(struct iw_cm_id *id, void *data);
+
+/* Pinned user memory. */
+struct ib_umem;
+struct page;
+unsigned long siw_rs_umem_offset(struct ib_umem *umem);
+size_t siw_rs_umem_num_pages(struct ib_umem *umem);
+size_t siw_rs_umem_pages(struct ib_umem *umem, struct page **out, size_t n);
+void *siw_rs_page_address(struct page *page);
+
+u32 siw_rs_crc32c(u32 crc, const void *p, size_t len);
+
+struct workqueue_struct;
+struct workqueue_struct *siw_rs_wq_alloc(void);
+void siw_rs_wq_destroy(struct workqueue_struct *wq);
+
+struct ib_qp;
+void siw_rs_qp_event(struct ib_qp *qp, int event);
+
 #endif

@@ -18,7 +18,10 @@ use crate::{
             CQ_CTRL_SIZE,
             WQE_VALID, //
         },
-        verbs::Cq,
+        verbs::{
+            Cq,
+            Wc, //
+        },
     },
     limit::{
         Counted,
@@ -26,7 +29,9 @@ use crate::{
     },
     proto::cq::{
         notify_now,
-        NOTIFY_NOT, //
+        NOTIFY_NEXT_COMPLETION,
+        NOTIFY_NOT,
+        NOTIFY_SOLICITED, //
     },
     queue::Ring,
 };
@@ -92,6 +97,13 @@ pub(crate) fn complete(cq: &Cq<Siw>, c: &Completion) -> Result {
     }
 }
 
+/// The producer and (for kernel CQs) consumer indices, free-running.
+#[derive(Default)]
+struct Idx {
+    put: u32,
+    get: u32,
+}
+
 /// A completion queue.
 ///
 /// The kernel produces CQEs at `put`; the consumer (libsiw, or `poll_cq` for kernel CQs)
@@ -103,7 +115,7 @@ pub(crate) struct SiwCq {
     /// Whether user space maps the ring (CQEs then carry QP numbers).
     user: bool,
     /// The producer index (free-running).
-    put: Pin<KBox<SpinLockIrq<u32>>>,
+    idx: Pin<KBox<SpinLockIrq<Idx>>>,
     _count: Counted,
 }
 
@@ -130,11 +142,11 @@ impl SiwCq {
             };
             u.udata.respond(&resp)?;
         }
-        let put = KBox::pin_init(new_spinlock_irq!(0u32, "SiwCq::put"), GFP_KERNEL)?;
+        let idx = KBox::pin_init(new_spinlock_irq!(Idx::default(), "SiwCq::idx"), GFP_KERNEL)?;
         let cq = Self {
             ring,
             user: is_user,
-            put,
+            idx,
             _count: count,
         };
         Ok((cq, size))
@@ -144,8 +156,8 @@ impl SiwCq {
     /// the completion handler, outside any lock). Fails with `ENOMEM` when the CQ is full.
     pub(crate) fn push(&self, c: &Completion) -> Result<bool> {
         let mem = &self.ring.mem;
-        let mut put = self.put.lock();
-        let off = self.ring.offset(*put, CQE_SIZE);
+        let mut idx = self.idx.lock();
+        let off = self.ring.offset(idx.put, CQE_SIZE);
         let flags = mem.atomic_u8(off.saturating_add(CQE_FLAGS)).ok_or(EINVAL)?;
         if flags.load(Ordering::Acquire) != 0 {
             // The consumer has not taken this slot yet: overflow.
@@ -168,7 +180,7 @@ impl SiwCq {
             },
         )?;
         flags.store(WQE_VALID, Ordering::Release);
-        *put = put.wrapping_add(1);
+        idx.put = idx.put.wrapping_add(1);
         // The control word follows the last CQE.
         let ctrl = mem.atomic_u32(self.ring.end(CQE_SIZE)).ok_or(EINVAL)?;
         let fire = notify_now(ctrl.load(Ordering::Acquire), c.solicited);
@@ -176,5 +188,53 @@ impl SiwCq {
             ctrl.store(NOTIFY_NOT, Ordering::Release);
         }
         Ok(fire)
+    }
+
+    /// Takes up to `out.len()` completions (`poll_cq`, kernel CQs).
+    pub(crate) fn poll(&self, out: &mut [Wc]) -> usize {
+        let mem = &self.ring.mem;
+        let mut idx = self.idx.lock();
+        let mut n = 0usize;
+        for slot in out.iter_mut() {
+            let off = self.ring.offset(idx.get, CQE_SIZE);
+            let Some(flags) = mem.atomic_u8(off.saturating_add(CQE_FLAGS)) else {
+                break;
+            };
+            if flags.load(Ordering::Acquire) & WQE_VALID == 0 {
+                break;
+            }
+            let Some(c) = mem.read::<Cqe>(off) else {
+                break;
+            };
+            *slot = Wc {
+                id: c.id,
+                opcode: c.opcode,
+                status: c.status,
+                bytes: c.bytes,
+                qp: c.qp,
+            };
+            flags.store(0, Ordering::Release);
+            idx.get = idx.get.wrapping_add(1);
+            n = n.saturating_add(1);
+        }
+        n
+    }
+
+    /// Arms the CQ (`req_notify_cq`, kernel CQs); returns whether completions are
+    /// already waiting.
+    pub(crate) fn arm(&self, solicited_only: bool) -> bool {
+        let mem = &self.ring.mem;
+        if let Some(ctrl) = mem.atomic_u32(self.ring.end(CQE_SIZE)) {
+            let v = if solicited_only {
+                NOTIFY_SOLICITED
+            } else {
+                NOTIFY_SOLICITED | NOTIFY_NEXT_COMPLETION
+            };
+            ctrl.store(v, Ordering::Release);
+        }
+        let idx = self.idx.lock();
+        let off = self.ring.offset(idx.get, CQE_SIZE);
+        mem.atomic_u8(off.saturating_add(CQE_FLAGS))
+            .is_some_and(|f| f.load(Ordering::Acquire) & WQE_VALID != 0)
     }
 }

@@ -7,6 +7,11 @@
 //! unmodified; the `#[vtable] impl` below is safe code over the glue in [`crate::ib`].
 
 use crate::ib::{
+    cm::{
+        CmId,
+        ConnParam,
+        QpHandle, //
+    },
     device::{
         self as ibdev,
         Device,
@@ -31,6 +36,7 @@ use crate::ib::{
         User,
     },
     verbs::{
+        Cq,
         MrKeys,
         Pd,
         Qp,
@@ -40,7 +46,8 @@ use crate::ib::{
         Srq,
         SrqAttr,
         SrqMask,
-        UserMr, //
+        UserMr,
+        Wc, //
     },
 };
 use crate::{
@@ -115,6 +122,8 @@ pub(crate) struct SiwDev {
     part_id: u32,
     /// Object counts, against the device limits.
     pub(crate) counts: Arc<Counts>,
+    /// QP and MR lookup.
+    pub(crate) tables: Arc<crate::table::Tables>,
 }
 
 /// Per-process (user context) state.
@@ -157,6 +166,7 @@ impl Link for Siw {
             raw_gid,
             part_id: NEXT_PART_ID.fetch_add(1, Ordering::Relaxed),
             counts: Arc::new(Counts::default(), GFP_KERNEL)?,
+            tables: crate::table::Tables::new()?,
         };
         let info = DeviceInfo {
             node_guid: eui64_of_mac(&raw_gid),
@@ -208,6 +218,7 @@ impl ibdev::Driver for Siw {
     type Srq = SiwSrq;
     type Qp = SiwQp;
     type Mr = SiwMr;
+    type Ep = crate::cm::Ep;
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
         let d = dev.data();
@@ -313,11 +324,15 @@ impl ibdev::Driver for Siw {
         attr: &QpInit<'_, Self>,
         user: Option<&mut User<'_, Self>>,
     ) -> Result<(SiwQp, u32)> {
-        SiwQp::new(pd.device::<Self>().data(), attr, user)
+        SiwQp::new(pd.device::<Self>().data(), pd.id(), attr, user)
+    }
+
+    fn qp_created(qp: &Qp<Self>) -> Result {
+        qp.data().created(qp_ids(qp), qp.cm_handle())
     }
 
     fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result {
-        qp.data().modify(attr, qp_ids(qp))
+        qp.data().modify(attr)
     }
 
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
@@ -325,14 +340,7 @@ impl ibdev::Driver for Siw {
     }
 
     fn destroy_qp(qp: &Qp<Self>) {
-        // Moving to ERROR flushes outstanding work; without a connection there is none.
-        let _ = qp.data().modify(
-            &QpModify {
-                state: Some(crate::proto::qp::VerbsState::Err),
-                access_flags: None,
-            },
-            qp_ids(qp),
-        );
+        qp.data().destroy();
     }
 
     fn doorbell(qp: &Qp<Self>) -> Result {
@@ -344,6 +352,52 @@ impl ibdev::Driver for Siw {
         mr: UserMr,
         user: Option<&mut User<'_, Self>>,
     ) -> Result<(SiwMr, MrKeys)> {
-        SiwMr::new(pd.device::<Self>().data(), mr, user)
+        SiwMr::new(pd.device::<Self>().data(), pd.id(), mr, user)
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, _access: u32) -> Result<(SiwMr, MrKeys)> {
+        SiwMr::dma(pd.device::<Self>().data())
+    }
+
+    fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize {
+        cq.data().poll(out)
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool) -> bool {
+        cq.data().arm(solicited_only)
+    }
+
+    fn iw_connect(dev: &Device<Self>, id: CmId, p: &ConnParam<'_>) -> Result {
+        crate::cm::connect(dev, id, p)
+    }
+
+    fn iw_accept(dev: &Device<Self>, id: CmId, ep: Arc<crate::cm::Ep>, p: &ConnParam<'_>) -> Result {
+        crate::cm::accept(dev, id, ep, p)
+    }
+
+    fn iw_reject(ep: Arc<crate::cm::Ep>, private_data: &[u8]) {
+        crate::cm::reject(ep, private_data)
+    }
+
+    fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<crate::cm::Ep>> {
+        crate::cm::listen(dev, id, backlog)
+    }
+
+    fn iw_destroy_listen(ep: Arc<crate::cm::Ep>) {
+        crate::cm::destroy_listen(ep)
+    }
+
+    fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle> {
+        // Called under the connection manager's spinlock: no sleeping locks here.
+        dev.data().tables.qp(qpn)?.cm_handle.as_ref().copied()
+    }
+
+    fn iw_qp_ref(qp: &Qp<Self>, get: bool) {
+        let core = &qp.data().core;
+        if get {
+            core.cm_get();
+        } else {
+            core.cm_put();
+        }
     }
 }

@@ -10,6 +10,12 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
+#include <rdma/iw_cm.h>
+#include <linux/net.h>
+#include <linux/crc32c.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+#include <net/ipv6.h>
 
 #include "siw_rs_helpers.h"
 
@@ -131,4 +137,402 @@ void siw_rs_cq_unuse(struct ib_cq *cq)
 bool siw_rs_qp_is_kernel(struct ib_qp *qp)
 {
 	return rdma_is_kernel_res(&qp->res);
+}
+
+/* Sockets ------------------------------------------------------------------------------ */
+
+#ifdef CONFIG_DEBUG_LOCK_ALLOC
+/*
+ * As the C siw does: give RDMA sockets their own lockdep class, so lockdep does not mix
+ * them up with user-space sockets of the same family (false circular dependencies).
+ */
+static struct lock_class_key siw_rs_sk_key[2];
+static struct lock_class_key siw_rs_slock_key[2];
+#endif
+
+static void siw_rs_reclassify(struct socket *s)
+{
+#ifdef CONFIG_DEBUG_LOCK_ALLOC
+	struct sock *sk = s->sk;
+
+	if (WARN_ON_ONCE(!sock_allow_reclassification(sk)))
+		return;
+	if (sk->sk_family == AF_INET)
+		sock_lock_init_class_and_name(sk, "slock-AF_INET-RDMA-SIW_RS", &siw_rs_slock_key[0],
+					      "sk_lock-AF_INET-RDMA-SIW_RS", &siw_rs_sk_key[0]);
+	else
+		sock_lock_init_class_and_name(sk, "slock-AF_INET6-RDMA-SIW_RS", &siw_rs_slock_key[1],
+					      "sk_lock-AF_INET6-RDMA-SIW_RS", &siw_rs_sk_key[1]);
+#endif
+}
+
+static int siw_rs_addr_len(const struct sockaddr_storage *a)
+{
+	return a->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+static int siw_rs_sock_new(struct iw_cm_id *id, const struct sockaddr_storage *laddr,
+			   struct socket **out)
+{
+	struct socket *s;
+	int rv;
+
+	if (laddr->ss_family != AF_INET && laddr->ss_family != AF_INET6)
+		return -EAFNOSUPPORT;
+	rv = sock_create(laddr->ss_family, SOCK_STREAM, IPPROTO_TCP, &s);
+	if (rv < 0)
+		return rv;
+	siw_rs_reclassify(s);
+	sock_set_reuseaddr(s->sk);
+	if (laddr->ss_family == AF_INET6 && id->afonly) {
+		rv = ip6_sock_set_v6only(s->sk);
+		if (rv)
+			goto err;
+	}
+	*out = s;
+	return 0;
+err:
+	sock_release(s);
+	return rv;
+}
+
+int siw_rs_sock_listen(struct iw_cm_id *id, int backlog, struct socket **out)
+{
+	struct sockaddr_storage *laddr = &id->local_addr;
+	struct net_device *ndev;
+	struct socket *s;
+	bool any;
+	int rv;
+
+	rv = siw_rs_sock_new(id, laddr, &s);
+	if (rv)
+		return rv;
+	any = laddr->ss_family == AF_INET ?
+		ipv4_is_zeronet(((struct sockaddr_in *)laddr)->sin_addr.s_addr) :
+		ipv6_addr_any(&((struct sockaddr_in6 *)laddr)->sin6_addr);
+	if (any) {
+		/* A wildcard listen only serves this device's netdev (as the C siw). */
+		ndev = ib_device_get_netdev(id->device, 1);
+		if (!ndev) {
+			rv = -ENODEV;
+			goto err;
+		}
+		s->sk->sk_bound_dev_if = ndev->ifindex;
+		dev_put(ndev);
+	}
+	rv = kernel_bind(s, (struct sockaddr_unsized *)laddr, siw_rs_addr_len(laddr));
+	if (rv)
+		goto err;
+	rv = kernel_listen(s, backlog);
+	if (rv)
+		goto err;
+	*out = s;
+	return 0;
+err:
+	sock_release(s);
+	return rv;
+}
+
+int siw_rs_sock_connect(struct iw_cm_id *id, struct socket **out)
+{
+	struct sockaddr_storage *laddr = &id->m_local_addr, *raddr = &id->m_remote_addr;
+	struct socket *s;
+	int rv;
+
+	if (laddr->ss_family != raddr->ss_family)
+		return -EINVAL;
+	rv = siw_rs_sock_new(id, laddr, &s);
+	if (rv)
+		return rv;
+	rv = kernel_bind(s, (struct sockaddr_unsized *)laddr, siw_rs_addr_len(laddr));
+	if (rv)
+		goto err;
+	rv = kernel_connect(s, (struct sockaddr_unsized *)raddr, siw_rs_addr_len(raddr), 0);
+	if (rv)
+		goto err;
+	tcp_sock_set_nodelay(s->sk);
+	*out = s;
+	return 0;
+err:
+	sock_release(s);
+	return rv;
+}
+
+static void siw_rs_sk_data_ready(struct sock *sk);
+
+int siw_rs_sock_accept(struct socket *ls, struct socket **out)
+{
+	struct siw_rs_sk_ctx *lctx, saved = {};
+	struct sock *nsk;
+	int rv = kernel_accept(ls, out, O_NONBLOCK);
+
+	if (rv)
+		return rv;
+	/*
+	 * The new socket is a clone of the listener, our callbacks and sk_user_data
+	 * included. Give it the listener's original callbacks and no owner, until
+	 * siw_rs_sock_attach() makes the new connection its owner.
+	 */
+	nsk = (*out)->sk;
+	read_lock_bh(&ls->sk->sk_callback_lock);
+	lctx = ls->sk->sk_user_data;
+	if (lctx)
+		saved = *lctx;
+	read_unlock_bh(&ls->sk->sk_callback_lock);
+	write_lock_bh(&nsk->sk_callback_lock);
+	if (nsk->sk_data_ready == siw_rs_sk_data_ready && lctx) {
+		nsk->sk_data_ready = saved.saved_data_ready;
+		nsk->sk_write_space = saved.saved_write_space;
+		nsk->sk_state_change = saved.saved_state_change;
+	}
+	nsk->sk_user_data = NULL;
+	write_unlock_bh(&nsk->sk_callback_lock);
+	tcp_sock_set_nodelay(nsk);
+	return 0;
+}
+
+static void siw_rs_sk_call(struct sock *sk, int what)
+{
+	struct siw_rs_sk_ctx *ctx;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	ctx = sk->sk_user_data;
+	if (ctx) {
+		ctx->event(ctx->data, what);
+		if (what == SIW_RS_SK_DATA && ctx->saved_data_ready)
+			ctx->saved_data_ready(sk);
+		else if (what == SIW_RS_SK_WRITE && ctx->saved_write_space)
+			ctx->saved_write_space(sk);
+		else if (what == SIW_RS_SK_STATE && ctx->saved_state_change)
+			ctx->saved_state_change(sk);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void siw_rs_sk_data_ready(struct sock *sk)
+{
+	siw_rs_sk_call(sk, SIW_RS_SK_DATA);
+}
+
+static void siw_rs_sk_write_space(struct sock *sk)
+{
+	siw_rs_sk_call(sk, SIW_RS_SK_WRITE);
+}
+
+static void siw_rs_sk_state_change(struct sock *sk)
+{
+	siw_rs_sk_call(sk, SIW_RS_SK_STATE);
+}
+
+void siw_rs_sock_attach(struct socket *s, struct siw_rs_sk_ctx *ctx)
+{
+	struct sock *sk = s->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	ctx->saved_data_ready = sk->sk_data_ready;
+	ctx->saved_write_space = sk->sk_write_space;
+	ctx->saved_state_change = sk->sk_state_change;
+	sk->sk_user_data = ctx;
+	sk->sk_data_ready = siw_rs_sk_data_ready;
+	sk->sk_write_space = siw_rs_sk_write_space;
+	sk->sk_state_change = siw_rs_sk_state_change;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+void siw_rs_sock_detach(struct socket *s)
+{
+	struct sock *sk = s->sk;
+	struct siw_rs_sk_ctx *ctx;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	ctx = sk->sk_user_data;
+	if (ctx) {
+		sk->sk_data_ready = ctx->saved_data_ready;
+		sk->sk_write_space = ctx->saved_write_space;
+		sk->sk_state_change = ctx->saved_state_change;
+		sk->sk_user_data = NULL;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+void siw_rs_sock_shutdown(struct socket *s)
+{
+	kernel_sock_shutdown(s, SHUT_RDWR);
+}
+
+void siw_rs_sock_release(struct socket *s)
+{
+	sock_release(s);
+}
+
+int siw_rs_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len, bool block, bool more)
+{
+	struct msghdr msg = {
+		.msg_flags = (block ? 0 : MSG_DONTWAIT) | (more ? MSG_MORE : MSG_EOR),
+	};
+
+	return kernel_sendmsg(s, &msg, vec, n, len);
+}
+
+struct siw_rs_read {
+	void *ctx;
+	size_t (*feed)(void *ctx, const u8 *p, size_t len);
+};
+
+static int siw_rs_read_actor(read_descriptor_t *desc, struct sk_buff *skb, unsigned int off,
+			     size_t len)
+{
+	struct siw_rs_read *r = desc->arg.data;
+	struct skb_seq_state st;
+	unsigned int done = 0;
+	const u8 *p;
+	size_t n, used;
+
+	skb_prepare_seq_read(skb, off, off + len, &st);
+	while ((n = skb_seq_read(done, &p, &st)) != 0) {
+		used = r->feed(r->ctx, p, n);
+		done += used;
+		if (used < n) {
+			/* The consumer stops here; the rest stays in the socket. */
+			skb_abort_seq_read(&st);
+			desc->count = 0;
+			break;
+		}
+	}
+	return done;
+}
+
+long siw_rs_sock_read(struct socket *s, void *ctx, size_t (*feed)(void *ctx, const u8 *p, size_t len))
+{
+	struct siw_rs_read r = { .ctx = ctx, .feed = feed };
+	read_descriptor_t desc = { .arg.data = &r, .count = 1 };
+	long rv;
+
+	lock_sock(s->sk);
+	rv = tcp_read_sock(s->sk, &desc, siw_rs_read_actor);
+	release_sock(s->sk);
+	return rv;
+}
+
+int siw_rs_sock_alive(struct socket *s)
+{
+	struct sock *sk = s->sk;
+	int err = READ_ONCE(sk->sk_err);
+
+	if (err)
+		return -err;
+	switch (READ_ONCE(sk->sk_state)) {
+	case TCP_ESTABLISHED:
+		return 1;
+	case TCP_LISTEN:
+	case TCP_SYN_SENT:
+	case TCP_SYN_RECV:
+		return 0;
+	default:
+		return -ECONNRESET;
+	}
+}
+
+unsigned int siw_rs_sock_mss(struct socket *s)
+{
+	return tcp_sk(s->sk)->mss_cache;
+}
+
+/* iw_cm ------------------------------------------------------------------------------------ */
+
+int siw_rs_cm_upcall(struct iw_cm_id *id, struct socket *s, int event, int status,
+		     const void *pd, u8 pd_len, u8 ird, u8 ord, void *provider_data)
+{
+	struct iw_cm_event ev = {
+		.event = event,
+		.status = status,
+		.private_data = (void *)pd,
+		.private_data_len = pd_len,
+		.ird = ird,
+		.ord = ord,
+		.provider_data = provider_data,
+	};
+
+	if (s && (event == IW_CM_EVENT_CONNECT_REQUEST || event == IW_CM_EVENT_CONNECT_REPLY)) {
+		kernel_getsockname(s, (struct sockaddr *)&ev.local_addr);
+		kernel_getpeername(s, (struct sockaddr *)&ev.remote_addr);
+	}
+	return id->event_handler(id, &ev);
+}
+
+void siw_rs_cm_id_get(struct iw_cm_id *id)
+{
+	id->add_ref(id);
+}
+
+void siw_rs_cm_id_put(struct iw_cm_id *id)
+{
+	id->rem_ref(id);
+}
+
+void *siw_rs_cm_id_provider_data(struct iw_cm_id *id)
+{
+	return id->provider_data;
+}
+
+void siw_rs_cm_id_set_provider_data(struct iw_cm_id *id, void *data)
+{
+	id->provider_data = data;
+}
+
+/* Pinned user memory ------------------------------------------------------------------------- */
+
+unsigned long siw_rs_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+size_t siw_rs_umem_num_pages(struct ib_umem *umem)
+{
+	return ib_umem_num_pages(umem);
+}
+
+size_t siw_rs_umem_pages(struct ib_umem *umem, struct page **out, size_t n)
+{
+	struct sg_page_iter it;
+	size_t i = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
+		if (i == n)
+			break;
+		out[i++] = sg_page_iter_page(&it);
+	}
+	return i;
+}
+
+void *siw_rs_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+u32 siw_rs_crc32c(u32 crc, const void *p, size_t len)
+{
+	return crc32c(crc, p, len);
+}
+
+struct workqueue_struct *siw_rs_wq_alloc(void)
+{
+	return alloc_workqueue("siw_rs_wq", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+}
+
+void siw_rs_wq_destroy(struct workqueue_struct *wq)
+{
+	destroy_workqueue(wq);
+}
+
+void siw_rs_qp_event(struct ib_qp *qp, int event)
+{
+	struct ib_event ev = {
+		.device = qp->device,
+		.element.qp = qp,
+		.event = event,
+	};
+
+	if (qp->event_handler)
+		qp->event_handler(&ev, qp->qp_context);
 }

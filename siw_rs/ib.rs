@@ -8,9 +8,12 @@
 //! block here carries a `// SAFETY:` comment saying why it is sound.
 
 mod bindings;
+pub(crate) mod cm;
 pub(crate) mod device;
 pub(crate) mod link;
 pub(crate) mod mem;
 pub(crate) mod netdev;
 pub(crate) mod object;
+pub(crate) mod sock;
 pub(crate) mod verbs;
+pub(crate) mod work;

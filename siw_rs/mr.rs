@@ -16,21 +16,23 @@ use crate::{
             User, //
         },
         verbs::{
+            access,
             MrKeys,
-            Umem,
-            UserMr, //
+            UserMr,
+            UserPages, //
         },
     },
     limit::{
         Counted,
         Kind, //
     },
+    table::Tables,
 };
 use core::sync::atomic::{
     AtomicU32,
     Ordering, //
 };
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 /// STag indices are 24 bits; 0 is never used.
 const STAG_INDEX_MASK: u32 = 0x00ff_ffff;
@@ -38,63 +40,151 @@ const STAG_INDEX_MASK: u32 = 0x00ff_ffff;
 /// The next STag index.
 static NEXT_STAG_INDEX: AtomicU32 = AtomicU32::new(1);
 
-/// A registered memory region. Placement and the STag checks on inbound traffic read these
-/// fields; they arrive with the data path.
-#[expect(
-    dead_code,
-    reason = "read by the data path (TX/RX), which arrives with the connection manager"
-)]
-pub(crate) struct SiwMr {
-    /// The pinned pages.
-    umem: Umem,
+/// Why an access to a region was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AccessError {
+    /// No such STag (or the key does not match).
+    InvalidStag,
+    /// The region belongs to another PD.
+    Pd,
+    /// The region lacks the access right.
+    Rights,
+    /// The range leaves the region.
+    Bounds,
+}
+
+/// What the data path sees of a region.
+pub(crate) struct MrCore {
     /// The STag (local and remote key).
-    stag: u32,
+    pub(crate) stag: u32,
+    /// The owning PD.
+    pd: usize,
     /// `IB_ACCESS_*` rights.
     access: u32,
-    /// Start of the region in the peer's view (the iova).
+    /// Start of the region (the iova both sides address it by).
     virt: u64,
-    /// Length in bytes.
-    len: u64,
+    /// The pinned pages.
+    pub(crate) pages: UserPages,
+}
+
+impl MrCore {
+    /// Checks an access of `len` bytes at address `addr` by a QP of PD `pd` that needs the
+    /// rights `need` (`IB_ACCESS_*`, 0 for local read); returns the offset into the region.
+    pub(crate) fn check(&self, pd: usize, addr: u64, len: u32, need: u32) -> Result<usize, AccessError> {
+        if self.pd != pd {
+            return Err(AccessError::Pd);
+        }
+        if self.access & need != need {
+            return Err(AccessError::Rights);
+        }
+        let off = addr.checked_sub(self.virt).ok_or(AccessError::Bounds)?;
+        let end = off.checked_add(u64::from(len)).ok_or(AccessError::Bounds)?;
+        if end > self.pages.len() as u64 {
+            return Err(AccessError::Bounds);
+        }
+        usize::try_from(off).map_err(|_| AccessError::Bounds)
+    }
+}
+
+/// Local read needs no right; local write needs `LOCAL_WRITE`.
+pub(crate) const LOCAL_READ: u32 = 0;
+/// The right a receive buffer or Read sink needs.
+pub(crate) const LOCAL_WRITE: u32 = access::LOCAL_WRITE;
+
+/// A registered memory region.
+pub(crate) struct SiwMr {
+    index: u32,
+    tables: Arc<Tables>,
     _count: Counted,
 }
 
 impl SiwMr {
-    /// Registers `mr`.
+    /// Registers `mr` in PD `pd`.
     pub(crate) fn new(
         dev: &SiwDev,
+        pd: usize,
         mr: UserMr,
-        user: Option<&mut User<'_, Siw>>,
+        mut user: Option<&mut User<'_, Siw>>,
     ) -> Result<(Self, MrKeys)> {
         let count = Counted::new(&dev.counts, Kind::Mr, MAX_MR)?;
-        let index = loop {
-            let i = NEXT_STAG_INDEX.fetch_add(1, Ordering::Relaxed) & STAG_INDEX_MASK;
-            if i != 0 {
-                break i;
-            }
-        };
+        let index = next_index();
         let mut stag = index << 8;
-        if let Some(u) = user {
+        let req: Option<UreqRegMr> = match user.as_deref_mut() {
+            Some(u) => Some(u.udata.request()?),
+            None => None,
+        };
+        if let Some(req) = req {
             // The user may choose the 8-bit key part of the STag.
-            let req: UreqRegMr = u.udata.request()?;
             stag |= u32::from(req.stag_key);
+        }
+        let core = Arc::new(
+            MrCore {
+                stag,
+                pd,
+                access: mr.access,
+                virt: mr.virt,
+                pages: UserPages::new(mr.umem, mr.len)?,
+            },
+            GFP_KERNEL,
+        )?;
+        dev.tables.insert_mr(index, core)?;
+        let this = Self {
+            index,
+            tables: dev.tables.clone(),
+            _count: count,
+        };
+        if let Some(u) = user {
             let resp = UrespRegMr {
                 stag,
                 ..Default::default()
             };
             u.udata.respond(&resp)?;
         }
-        let keys = MrKeys {
-            lkey: stag,
-            rkey: stag,
-        };
-        let this = Self {
-            umem: mr.umem,
-            stag,
-            access: mr.access,
-            virt: mr.virt,
-            len: mr.len,
-            _count: count,
-        };
-        Ok((this, keys))
+        Ok((
+            this,
+            MrKeys {
+                lkey: stag,
+                rkey: stag,
+            },
+        ))
+    }
+}
+
+impl SiwMr {
+    /// A kernel consumer's DMA MR. It gets keys, but is not in the lookup table: the data
+    /// path places into registered user memory only so far (kernel QPs cannot post yet), so
+    /// any use of these keys fails the STag check.
+    pub(crate) fn dma(dev: &SiwDev) -> Result<(Self, MrKeys)> {
+        let count = Counted::new(&dev.counts, Kind::Mr, MAX_MR)?;
+        let index = next_index();
+        let stag = index << 8;
+        Ok((
+            Self {
+                index,
+                tables: dev.tables.clone(),
+                _count: count,
+            },
+            MrKeys {
+                lkey: stag,
+                rkey: stag,
+            },
+        ))
+    }
+}
+
+/// A fresh STag index (never 0).
+fn next_index() -> u32 {
+    loop {
+        let i = NEXT_STAG_INDEX.fetch_add(1, Ordering::Relaxed) & STAG_INDEX_MASK;
+        if i != 0 {
+            break i;
+        }
+    }
+}
+
+impl Drop for SiwMr {
+    fn drop(&mut self) {
+        // Work in flight keeps its own reference; the pages go with the last one.
+        drop(self.tables.remove_mr(self.index));
     }
 }

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Queue pairs: the send queue (`struct siw_sqe` ring), the receive queue (`struct siw_rqe`
-//! ring, absent when an SRQ is attached) and the QP state.
+//! ring, absent when an SRQ is attached), the QP state and, once connected, the data path
+//! state ([`Link`]).
 //!
-//! The state machine itself is [`crate::proto::qp`]; this file applies its decisions. Until
-//! the connection manager exists (the data path), no QP can reach RTS: RTS needs a connected
-//! socket, which only `iw_cm` hands over.
+//! The state machine itself is [`crate::proto::qp`]; this file applies its decisions. The
+//! part of a QP that connections and their work use is a [`QpCore`] behind an `Arc`, so work
+//! in flight never sees a freed QP; the CQs it completes to are reachable only through the
+//! QP's state, which `destroy_qp` empties.
 
 use crate::{
+    cm::Ep,
     cq::Completion,
     device::{
         Siw,
@@ -17,7 +20,9 @@ use crate::{
         MAX_SGE, //
     },
     ib::{
+        cm::QpHandle,
         object::{
+            wc,
             UrespCreateQp,
             User,
             MAX_INLINE,
@@ -28,6 +33,7 @@ use crate::{
         },
         verbs::{
             access,
+            Cq,
             CqRef,
             QpCap,
             QpInit,
@@ -44,38 +50,30 @@ use crate::{
         State, //
     },
     queue::Ring,
+    rx::RxState,
+    table::Tables,
+    tx::TxState,
 };
 use core::sync::atomic::{
     AtomicU32,
     Ordering, //
 };
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        Arc,
+        Completion as Done,
+        Mutex,
+        SetOnce, //
+    },
+};
 
 /// QP numbers start at 1, as in the C siw (an `XA_FLAGS_ALLOC1` xarray there).
 static NEXT_QPN: AtomicU32 = AtomicU32::new(1);
 
-/// RDMA Read and Write permissions granted to the peer by `modify_qp(IB_QP_ACCESS_FLAGS)`.
-#[derive(Clone, Copy, Default)]
-#[expect(
-    dead_code,
-    reason = "read by the data path (TX/RX), which arrives with the connection manager"
-)]
-struct Perms {
-    read: bool,
-    write: bool,
-    bind: bool,
-}
-
-/// The mutable QP state.
-struct QpInner {
-    state: State,
-    perms: Perms,
-    /// The receive queue's consumer index (free-running).
-    rq_get: u32,
-}
-
 /// How completions name a QP.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct QpIds {
     /// The QP number (user CQs).
     pub(crate) qpn: u32,
@@ -83,31 +81,136 @@ pub(crate) struct QpIds {
     pub(crate) handle: u64,
 }
 
-/// Offset of `flags` in a receive queue element (`struct siw_rqe`).
-const RQE_FLAGS: usize = 8;
+/// A scatter/gather element as it sits in a queue element (`struct siw_sge`).
+#[repr(C)]
+#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
+pub(crate) struct Sge {
+    pub(crate) laddr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+/// A send queue element (`struct siw_sqe`).
+#[repr(C)]
+#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
+pub(crate) struct Sqe {
+    pub(crate) id: u64,
+    pub(crate) flags: u16,
+    pub(crate) num_sge: u8,
+    pub(crate) opcode: u8,
+    pub(crate) rkey: u32,
+    pub(crate) raddr: u64,
+    pub(crate) sge: [Sge; 6],
+}
+
+/// A receive queue element (`struct siw_rqe`).
+#[repr(C)]
+#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
+pub(crate) struct Rqe {
+    pub(crate) id: u64,
+    pub(crate) flags: u16,
+    pub(crate) num_sge: u8,
+    pub(crate) opcode: u8,
+    pub(crate) unused: u32,
+    pub(crate) sge: [Sge; 6],
+}
+
+const _: () = assert!(core::mem::size_of::<Sqe>() == SQE_SIZE);
+const _: () = assert!(core::mem::size_of::<Rqe>() == RQE_SIZE);
+
+/// Offset of `flags` in a queue element.
+pub(crate) const WQE_FLAGS: usize = 8;
+
+/// The send and receive CQs.
+pub(crate) struct Cqs {
+    pub(crate) send: CqRef<Siw>,
+    pub(crate) recv: CqRef<Siw>,
+}
+
+/// What a connected QP negotiated.
+#[derive(Clone, Copy)]
+pub(crate) struct LinkParams {
+    pub(crate) crc: bool,
+    /// Inbound Read Requests we serve at a time.
+    pub(crate) ird: u16,
+    /// Read Requests we may have outstanding.
+    pub(crate) ord: u16,
+}
+
+/// The data path state of a connected QP.
+pub(crate) struct Link {
+    pub(crate) params: LinkParams,
+    pub(crate) rx: RxState,
+    pub(crate) tx: TxState,
+}
+
+/// The mutable QP state.
+pub(crate) struct QpState {
+    pub(crate) state: State,
+    /// The receive queue's consumer index (free-running).
+    pub(crate) rq_get: u32,
+    /// The send queue's consumer index (free-running).
+    pub(crate) sq_get: u32,
+    pub(crate) ids: QpIds,
+    /// The CQs; taken away when the QP is destroyed.
+    pub(crate) cqs: Option<Cqs>,
+    /// The connection endpoint, while connecting or connected.
+    pub(crate) ep: Option<Arc<Ep>>,
+    /// The data path, while connected.
+    pub(crate) link: Option<KBox<Link>>,
+    /// The `ib_qp`, while the QP lives (for async events).
+    pub(crate) handle: Option<QpHandle>,
+}
+
+impl QpState {
+    /// Adds `c` to the send (`send`) or receive CQ.
+    pub(crate) fn complete(&self, send: bool, c: &Completion) -> Result {
+        let Some(cqs) = &self.cqs else {
+            return Ok(());
+        };
+        let cq: &Cq<Siw> = if send { cqs.send.get() } else { cqs.recv.get() };
+        crate::cq::complete(cq, c)
+    }
+
+    /// Reports a fatal QP error to the consumer (`IB_EVENT_QP_FATAL`).
+    pub(crate) fn fatal_event(&self) {
+        if let Some(h) = &self.handle {
+            h.fatal_event();
+        }
+    }
+}
+
+/// The part of a QP the connection and its work share.
+#[pin_data]
+pub(crate) struct QpCore {
+    pub(crate) qpn: u32,
+    /// The PD (identity), which every memory access must match.
+    pub(crate) pd: usize,
+    /// The send queue.
+    pub(crate) sq: Ring,
+    /// The receive queue (none with an SRQ or `max_recv_wr == 0`).
+    pub(crate) rq: Option<Ring>,
+    pub(crate) sq_max_sges: u32,
+    pub(crate) rq_max_sges: u32,
+    pub(crate) sig_all: bool,
+    pub(crate) kernel: bool,
+    /// The device's lookup tables (memory regions).
+    pub(crate) tables: Arc<Tables>,
+    #[pin]
+    pub(crate) st: Mutex<QpState>,
+    /// References of the connection manager (`iw_add_ref`), plus one of the QP itself.
+    cm_refs: AtomicU32,
+    /// Completed when `cm_refs` reaches zero.
+    #[pin]
+    released: Done,
+    /// The `ib_qp`, for the connection manager (`iw_get_qp` runs under its spinlock).
+    pub(crate) cm_handle: SetOnce<QpHandle>,
+}
 
 /// A queue pair.
 pub(crate) struct SiwQp {
-    /// The send queue.
-    sq: Ring,
-    /// The receive queue (none with an SRQ or `max_recv_wr == 0`).
-    rq: Option<Ring>,
-    sq_max_sges: u32,
-    rq_max_sges: u32,
-    #[expect(
-        dead_code,
-        reason = "read by the data path (TX/RX), which arrives with the connection manager"
-    )]
-    sig_all: bool,
-    /// The receive CQ.
-    rcq: Option<CqRef<Siw>>,
-    /// The send CQ.
-    #[expect(
-        dead_code,
-        reason = "read by the data path (TX/RX), which arrives with the connection manager"
-    )]
-    scq: Option<CqRef<Siw>>,
-    inner: Pin<KBox<Mutex<QpInner>>>,
+    pub(crate) core: Arc<QpCore>,
+    tables: Arc<Tables>,
     _count: Counted,
 }
 
@@ -116,6 +219,7 @@ impl SiwQp {
     /// siw's (`siw_create_qp()`), so the same requests fail with the same errno.
     pub(crate) fn new(
         dev: &SiwDev,
+        pd: usize,
         attr: &QpInit<'_, Siw>,
         mut user: Option<&mut User<'_, Siw>>,
     ) -> Result<(Self, u32)> {
@@ -139,6 +243,7 @@ impl SiwQp {
         {
             return Err(EINVAL);
         }
+        let kernel = user.is_none();
         let sq = Ring::new(cap.max_send_wr, SQE_SIZE, 0, user.as_deref_mut())?;
         let sig_all = attr.sig_all.ok_or(EINVAL)?;
         let rq = if attr.srq.is_none() && cap.max_recv_wr > 0 {
@@ -163,121 +268,315 @@ impl SiwQp {
             };
             u.udata.respond(&resp)?;
         }
-        let inner = KBox::pin_init(
-            new_mutex!(QpInner {
-                state: State::Idle,
-                perms: Perms::default(),
-                rq_get: 0,
+        let (send, recv) = match (attr.send_cq, attr.recv_cq) {
+            (Some(s), Some(r)) => (CqRef::new(s), CqRef::new(r)),
+            // With an SRQ and no receive CQ, receives are not supported yet; complete
+            // nothing to a CQ that does not exist.
+            (Some(s), None) => (CqRef::new(s), CqRef::new(s)),
+            _ => return Err(EINVAL),
+        };
+        let core = Arc::pin_init(
+            pin_init!(QpCore {
+                qpn,
+                pd,
+                sq,
+                rq,
+                sq_max_sges: cap.max_send_sge,
+                rq_max_sges: cap.max_recv_sge,
+                sig_all,
+                kernel,
+                tables: dev.tables.clone(),
+                st <- new_mutex!(QpState {
+                    state: State::Idle,
+                    rq_get: 0,
+                    sq_get: 0,
+                    ids: QpIds::default(),
+                    cqs: Some(Cqs { send, recv }),
+                    ep: None,
+                    link: None,
+                    handle: None,
+                }),
+                cm_refs: AtomicU32::new(1),
+                released <- Done::new(),
+                cm_handle: SetOnce::new(),
             }),
             GFP_KERNEL,
         )?;
         let qp = Self {
-            sq,
-            rq,
-            sq_max_sges: cap.max_send_sge,
-            rq_max_sges: cap.max_recv_sge,
-            sig_all,
-            rcq: attr.recv_cq.map(CqRef::new),
-            scq: attr.send_cq.map(CqRef::new),
-            inner,
+            core,
+            tables: dev.tables.clone(),
             _count: count,
         };
         Ok((qp, qpn))
     }
 
-    /// `modify_qp`.
-    pub(crate) fn modify(&self, m: &QpModify, ids: QpIds) -> Result {
-        let mut inner = self.inner.lock();
-        if let Some(flags) = m.access_flags {
-            inner.perms = Perms {
-                read: flags & access::REMOTE_READ != 0,
-                write: flags & access::REMOTE_WRITE != 0,
-                bind: flags & access::MW_BIND != 0,
-            };
+    /// The core has set the QP up: make it findable by the connection manager.
+    pub(crate) fn created(&self, ids: QpIds, handle: QpHandle) -> Result {
+        {
+            let mut st = self.core.st.lock();
+            st.ids = ids;
+            st.handle = Some(handle);
         }
-        let Some(target) = m.state else {
-            return Ok(());
-        };
-        let ctx = sm::Context {
-            // Only the connection manager brings a socket and MPA parameters.
-            has_llp: false,
-            has_mpa: false,
-            tx_idle: true,
-        };
-        let t = sm::modify(inner.state, State::from_verbs(target), ctx).map_err(|e| match e {
-            sm::Refused::NotConnected => EINVAL,
-            sm::Refused::Undefined => ECONNABORTED,
-        })?;
-        inner.state = t.next;
-        if t.flush_rq {
-            self.flush_rq(&mut inner, ids);
-        }
-        // Send queue flushes and connection teardown act on work in flight and on the
-        // socket, which arrive with the data path; before a connection there is none.
-        Ok(())
+        self.core.cm_handle.populate(handle);
+        self.tables.insert_qp(self.core.qpn, self.core.clone())
     }
 
-    /// Completes every posted receive with a flush error (`siw_rq_flush()`), stopping early
-    /// if the CQ overflows, as the C siw does.
-    fn flush_rq(&self, inner: &mut QpInner, ids: QpIds) {
-        let Some(rq) = &self.rq else {
-            return;
-        };
-        loop {
-            let off = rq.offset(inner.rq_get, RQE_SIZE);
-            let Some(flags) = rq.mem.atomic_u16(off.saturating_add(RQE_FLAGS)) else {
-                break;
-            };
-            if flags.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            if let Some(cq) = &self.rcq {
-                let c = Completion {
-                    id: rq.mem.read::<u64>(off).unwrap_or(0),
-                    opcode: OP_RECEIVE,
-                    status: WC_WR_FLUSH_ERR,
-                    bytes: 0,
-                    qp_num: ids.qpn,
-                    qp_handle: ids.handle,
-                    solicited: false,
-                };
-                if crate::cq::complete(cq.get(), &c).is_err() {
-                    break;
-                }
-            }
-            // Recycle the slot for the producer.
-            flags.store(0, Ordering::Release);
-            inner.rq_get = inner.rq_get.wrapping_add(1);
-        }
+    /// `modify_qp`.
+    pub(crate) fn modify(&self, m: &QpModify) -> Result {
+        self.core.modify(m)
     }
 
     /// `query_qp`.
     pub(crate) fn query(&self) -> QpQuery {
-        let inner = self.inner.lock();
+        let st = self.core.st.lock();
+        let (ird, ord) = st
+            .link
+            .as_ref()
+            .map_or((0, 0), |l| (l.params.ird, l.params.ord));
         QpQuery {
-            state: inner.state.to_verbs(),
+            state: st.state.to_verbs(),
             cap: QpCap {
-                max_send_wr: self.sq.entries,
-                max_recv_wr: self.rq.as_ref().map_or(0, |r| r.entries),
-                max_send_sge: self.sq_max_sges,
-                max_recv_sge: self.rq_max_sges,
+                max_send_wr: self.core.sq.entries,
+                max_recv_wr: self.core.rq.as_ref().map_or(0, |r| r.entries),
+                max_send_sge: self.core.sq_max_sges,
+                max_recv_sge: self.core.rq_max_sges,
                 max_inline_data: MAX_INLINE,
             },
-            // IRD/ORD are set when a connection is established.
-            max_rd_atomic: 0,
-            max_dest_rd_atomic: 0,
+            max_rd_atomic: u8::try_from(ord).unwrap_or(u8::MAX),
+            max_dest_rd_atomic: u8::try_from(ird).unwrap_or(u8::MAX),
             // Reported as constant, as by the C siw.
             access_flags: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
         }
     }
 
-    /// The SQ doorbell (`siw_post_send()` without work requests). In ERROR there is nothing
-    /// to do (the C siw flushes the empty list); in any other state but RTS the QP is not
-    /// connected. Without the connection manager no QP reaches RTS yet.
+    /// The SQ doorbell (`siw_post_send()` without work requests): in RTS, let the
+    /// connection's work process the send queue; in ERROR there is nothing to do (the C siw
+    /// flushes the empty list); in any other state the QP is not connected.
     pub(crate) fn doorbell(&self) -> Result {
-        match self.inner.lock().state {
-            State::Error => Ok(()),
-            _ => Err(ENOTCONN),
+        let ep = {
+            let st = self.core.st.lock();
+            match st.state {
+                State::Error => return Ok(()),
+                State::Rts => st.ep.clone(),
+                _ => return Err(ENOTCONN),
+            }
+        };
+        if let Some(ep) = ep {
+            ep.kick();
+        }
+        Ok(())
+    }
+
+    /// `destroy_qp`: to ERROR (which closes the connection and flushes), out of the table,
+    /// then wait until the connection manager has dropped its references.
+    pub(crate) fn destroy(&self) {
+        let _ = self.core.modify(&QpModify {
+            state: Some(crate::proto::qp::VerbsState::Err),
+            access_flags: None,
+        });
+        drop(self.tables.remove_qp(self.core.qpn));
+        self.core.cm_put();
+        self.core.released.wait_for_completion();
+        let mut st = self.core.st.lock();
+        st.cqs = None;
+        st.handle = None;
+        st.ep = None;
+        st.link = None;
+    }
+}
+
+impl QpCore {
+    /// The connection manager takes a reference.
+    pub(crate) fn cm_get(&self) {
+        self.cm_refs.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A reference of the connection manager (or the QP's own) goes away.
+    pub(crate) fn cm_put(&self) {
+        if self.cm_refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.released.complete_all();
+        }
+    }
+
+    /// `modify_qp`. Closing the connection happens outside the state lock (the
+    /// connection's work takes the endpoint lock first, then this one).
+    pub(crate) fn modify(&self, m: &QpModify) -> Result {
+        let ep = {
+            let mut st = self.st.lock();
+            // QP access flags (`m.access_flags`) are accepted and not enforced, as by the C
+            // siw: the region's rights decide (see `rx.rs`).
+            let Some(target) = m.state else {
+                return Ok(());
+            };
+            let ctx = sm::Context {
+                // Only the connection manager brings a socket and MPA parameters, through
+                // `connected()`, never through `modify_qp`.
+                has_llp: false,
+                has_mpa: false,
+                tx_idle: st.link.as_ref().is_none_or(|l| l.tx.idle()),
+            };
+            let t = sm::modify(st.state, State::from_verbs(target), ctx).map_err(|e| match e {
+                sm::Refused::NotConnected => EINVAL,
+                sm::Refused::Undefined => ECONNABORTED,
+            })?;
+            st.state = t.next;
+            if t.flush_rq {
+                self.flush_rq(&mut st);
+            }
+            if t.flush_sq {
+                self.flush_sq(&mut st);
+            }
+            if t.drop_conn || t.release_cep || t.next == State::Error {
+                self.drop_link(&mut st);
+                st.ep.take()
+            } else {
+                None
+            }
+        };
+        if let Some(ep) = ep {
+            ep.close_from_qp();
+        }
+        Ok(())
+    }
+
+    /// The connection is up: RTS with `params`.
+    pub(crate) fn connected(&self, st: &mut QpState, ep: Arc<Ep>, params: LinkParams) -> Result {
+        match st.state {
+            State::Idle | State::Rtr => {}
+            _ => return Err(EINVAL),
+        }
+        let link = KBox::new(
+            Link {
+                params,
+                rx: RxState::new(params)?,
+                tx: TxState::new(params.ird, params.ord)?,
+            },
+            GFP_KERNEL,
+        )?;
+        st.link = Some(link);
+        st.ep = Some(ep);
+        st.state = State::Rts;
+        Ok(())
+    }
+
+    /// The connection failed or closed: ERROR, flushing both queues.
+    pub(crate) fn link_down(&self, st: &mut QpState) {
+        st.state = State::Error;
+        self.drop_link(st);
+        st.ep = None;
+        self.flush_rq(st);
+        self.flush_sq(st);
+    }
+
+    /// Ends the data path: the receive in progress completes (with its error, or flushed),
+    /// the send work in progress is flushed.
+    fn drop_link(&self, st: &mut QpState) {
+        self.flush_sq(st);
+        let Some(mut link) = st.link.take() else {
+            return;
+        };
+        if let Some((id, status)) = link.rx.take_recv() {
+            let c = Completion {
+                id,
+                opcode: OP_RECEIVE,
+                status: status.unwrap_or(WC_WR_FLUSH_ERR),
+                bytes: 0,
+                qp_num: st.ids.qpn,
+                qp_handle: st.ids.handle,
+                solicited: false,
+            };
+            let _ = st.complete(false, &c);
+        }
+    }
+
+    /// Completes every posted receive with a flush error (`siw_rq_flush()`), stopping early
+    /// if the CQ overflows, as the C siw does.
+    pub(crate) fn flush_rq(&self, st: &mut QpState) {
+        let Some(rq) = &self.rq else {
+            return;
+        };
+        loop {
+            let off = rq.offset(st.rq_get, RQE_SIZE);
+            let Some(flags) = rq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
+                break;
+            };
+            if flags.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            let c = Completion {
+                id: rq.mem.read::<u64>(off).unwrap_or(0),
+                opcode: OP_RECEIVE,
+                status: WC_WR_FLUSH_ERR,
+                bytes: 0,
+                qp_num: st.ids.qpn,
+                qp_handle: st.ids.handle,
+                solicited: false,
+            };
+            if st.complete(false, &c).is_err() {
+                break;
+            }
+            // Recycle the slot for the producer.
+            flags.store(0, Ordering::Release);
+            st.rq_get = st.rq_get.wrapping_add(1);
+        }
+    }
+
+    /// Completes the send work in progress and every posted send with a flush error.
+    pub(crate) fn flush_sq(&self, st: &mut QpState) {
+        if let Some(link) = st.link.as_mut() {
+            let pending = link.tx.take_pending();
+            for (id, opcode) in pending.iter().flatten() {
+                let c = Completion {
+                    id: *id,
+                    opcode: *opcode,
+                    status: WC_WR_FLUSH_ERR,
+                    bytes: 0,
+                    qp_num: st.ids.qpn,
+                    qp_handle: st.ids.handle,
+                    solicited: false,
+                };
+                let _ = st.complete(true, &c);
+            }
+        }
+        loop {
+            let off = self.sq.offset(st.sq_get, SQE_SIZE);
+            let Some(flags) = self.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
+                break;
+            };
+            if flags.load(Ordering::Acquire) & crate::ib::object::wqe::VALID == 0 {
+                break;
+            }
+            let sqe: Sqe = self.sq.mem.read(off).unwrap_or_default();
+            let c = Completion {
+                id: sqe.id,
+                opcode: sqe.opcode,
+                status: WC_WR_FLUSH_ERR,
+                bytes: 0,
+                qp_num: st.ids.qpn,
+                qp_handle: st.ids.handle,
+                solicited: false,
+            };
+            if st.complete(true, &c).is_err() {
+                break;
+            }
+            flags.store(0, Ordering::Release);
+            st.sq_get = st.sq_get.wrapping_add(1);
         }
     }
 }
+
+/// A work completion for a send queue element.
+pub(crate) fn sq_completion(st: &QpState, id: u64, opcode: u8, status: u16, bytes: u32) -> Completion {
+    Completion {
+        id,
+        opcode,
+        status,
+        bytes,
+        qp_num: st.ids.qpn,
+        qp_handle: st.ids.handle,
+        solicited: false,
+    }
+}
+
+/// Status of a successful completion.
+pub(crate) const OK: u16 = wc::SUCCESS;

@@ -21,9 +21,13 @@ mod pd;
 /// in `proto/` that `cargo test` and the fuzzers build.
 #[path = "proto/src/lib.rs"]
 pub mod proto;
+mod cm;
 mod qp;
 mod queue;
 mod srq;
+mod table;
+mod rx;
+mod tx;
 
 module! {
     type: SiwRs,
@@ -45,12 +49,16 @@ struct SiwRs {
     notifier: ib::netdev::NotifierRegistration<device::Siw>,
     /// siw_rs's devices; dropped last, unregistering every device still present.
     devices: ib::device::Registry,
+    /// The connections' workqueue; destroyed after the devices, waiting for their work.
+    wq: ib::work::Guard,
 }
 
 impl kernel::InPlaceModule for SiwRs {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         let devices = ib::device::Registry::init();
+        let wq = ib::work::Guard::new();
         try_pin_init!(Self {
+            wq: wq?,
             devices,
             notifier <- ib::netdev::NotifierRegistration::new(),
             link <- ib::link::Registration::new(),

@@ -52,3 +52,42 @@ expect_fail_with() {
 	fi
 	has "$msg" "$out" || fail "'$*' failed without '$msg': $out"
 }
+
+# two_hosts DRV_A DRV_B: network namespaces hostA and hostB joined by a veth pair
+# (va 192.168.77.1, vb 192.168.77.2), with an RDMA device of driver DRV_A (siw_rs or siw)
+# on va, named dev_a, and one of DRV_B on vb, named dev_b. The names are exported as
+# DEV_A and DEV_B; undo with two_hosts_down.
+two_hosts() {
+	local a=$1 b=$2
+	case "$a$b" in *siw_rs*) load_siw_rs ;; esac
+	case " $a $b " in *" siw "*) load_siw ;; esac
+	ip netns add hostA
+	ip netns add hostB
+	ip link add va netns hostA type veth peer name vb netns hostB
+	# udev gives new veths their persistent MACs; the GID is the MAC at device creation.
+	udevadm settle
+	ip -n hostA addr add 192.168.77.1/24 dev va
+	ip -n hostB addr add 192.168.77.2/24 dev vb
+	ip -n hostA link set va up
+	ip -n hostB link set vb up
+	ip -n hostA link set lo up
+	ip -n hostB link set lo up
+	DEV_A=${a}_a DEV_B=${b}_b
+	ip netns exec hostA rdma link add "$DEV_A" type "$a" netdev va
+	ip netns exec hostB rdma link add "$DEV_B" type "$b" netdev vb
+	export DEV_A DEV_B
+}
+
+two_hosts_down() {
+	ip netns exec hostA rdma link delete "${DEV_A:-none}" 2>/dev/null
+	ip netns exec hostB rdma link delete "${DEV_B:-none}" 2>/dev/null
+	ip netns del hostA 2>/dev/null
+	ip netns del hostB 2>/dev/null
+	unload_siw_rs 2>/dev/null
+	unload_siw 2>/dev/null
+	return 0
+}
+
+# on_a CMD... / on_b CMD...: run in host A / B.
+on_a() { ip netns exec hostA "$@"; }
+on_b() { ip netns exec hostB "$@"; }

@@ -15,7 +15,13 @@
 //! only those.
 
 use super::{
-    bindings, mem,
+    bindings,
+    cm::{
+        CmId,
+        ConnParam,
+        QpHandle, //
+    },
+    mem,
     netdev::NetDev,
     object::{
         UContext,
@@ -33,7 +39,8 @@ use super::{
         Srq,
         SrqAttr,
         SrqMask,
-        UserMr, //
+        UserMr,
+        Wc, //
     },
 };
 use core::{
@@ -46,6 +53,7 @@ use kernel::{
         to_result, //
     },
     prelude::*,
+    sync::Arc,
     types::Opaque,
     ModuleMetadata, //
 };
@@ -199,6 +207,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         attr: &QpInit<'_, Self>,
         user: Option<&mut User<'_, Self>>,
     ) -> Result<(Self::Qp, u32)>;
+    /// The core finished setting the QP up (it has its number and `ib_qp`).
+    fn qp_created(qp: &Qp<Self>) -> Result;
     /// Modifies the QP.
     fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result;
     /// The QP's attributes.
@@ -216,6 +226,29 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<(Self::Mr, MrKeys)>;
     /// The MR is being deregistered; its data is dropped after this returns.
     fn dereg_mr(_mr: &Self::Mr) {}
+    /// A kernel consumer's DMA MR (all of memory, by kernel address).
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(Self::Mr, MrKeys)>;
+    /// Takes completions from a kernel CQ into `out`; returns how many.
+    fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize;
+    /// Arms a kernel CQ; returns whether completions are already waiting.
+    fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool) -> bool;
+
+    /// A connection endpoint: the provider data of listening and connecting cm_ids.
+    type Ep: Send + Sync;
+    /// Connects to `id`'s remote address with the QP `p.qpn` (MPA initiator).
+    fn iw_connect(dev: &Device<Self>, id: CmId, p: &ConnParam<'_>) -> Result;
+    /// Accepts the connection request of `ep` on the QP `p.qpn`.
+    fn iw_accept(dev: &Device<Self>, id: CmId, ep: Arc<Self::Ep>, p: &ConnParam<'_>) -> Result;
+    /// Rejects the connection request of `ep`, sending `private_data` to the peer.
+    fn iw_reject(ep: Arc<Self::Ep>, private_data: &[u8]);
+    /// Listens on `id`'s local address.
+    fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Self::Ep>>;
+    /// Stops listening.
+    fn iw_destroy_listen(ep: Arc<Self::Ep>);
+    /// The QP numbered `qpn`.
+    fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle>;
+    /// The connection manager takes (`get`) or drops a reference on the QP.
+    fn iw_qp_ref(qp: &Qp<Self>, get: bool);
 }
 
 /// An RDMA device owned by driver `T`.
@@ -544,6 +577,17 @@ impl<T: Driver> Adapter<T> {
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
         ops.reg_user_mr = Some(Self::reg_user_mr);
         ops.dereg_mr = Some(Self::dereg_mr);
+        ops.get_dma_mr = Some(Self::get_dma_mr);
+        ops.poll_cq = Some(Self::poll_cq);
+        ops.req_notify_cq = Some(Self::req_notify_cq);
+        ops.iw_connect = Some(Self::iw_connect);
+        ops.iw_accept = Some(Self::iw_accept);
+        ops.iw_reject = Some(Self::iw_reject);
+        ops.iw_create_listen = Some(Self::iw_create_listen);
+        ops.iw_destroy_listen = Some(Self::iw_destroy_listen);
+        ops.iw_get_qp = Some(Self::iw_get_qp);
+        ops.iw_add_ref = Some(Self::iw_add_ref);
+        ops.iw_rem_ref = Some(Self::iw_rem_ref);
         ops
     };
 

@@ -47,6 +47,11 @@ impl<C, D> Obj<C, D> {
         &self.data
     }
 
+    /// The object's identity (its address), to compare objects by.
+    pub(crate) fn id(&self) -> usize {
+        self.as_ptr() as usize
+    }
+
     /// The C object.
     pub(super) fn as_ptr(&self) -> *mut C {
         self.ib.get()
@@ -242,3 +247,31 @@ pub(crate) const WQE_VALID: u8 = bindings::siw_wqe_flags_SIW_WQE_VALID as u8;
 pub(crate) const OP_RECEIVE: u8 = bindings::siw_opcode_SIW_OP_RECEIVE as u8;
 /// `SIW_WC_WR_FLUSH_ERR`.
 pub(crate) const WC_WR_FLUSH_ERR: u16 = bindings::siw_wc_status_SIW_WC_WR_FLUSH_ERR as u16;
+
+/// `enum siw_opcode` values siw_rs handles.
+pub(crate) mod op {
+    use super::bindings;
+    pub(crate) const WRITE: u8 = bindings::siw_opcode_SIW_OP_WRITE as u8;
+    pub(crate) const READ: u8 = bindings::siw_opcode_SIW_OP_READ as u8;
+    pub(crate) const SEND: u8 = bindings::siw_opcode_SIW_OP_SEND as u8;
+    pub(crate) const SEND_REMOTE_INV: u8 = bindings::siw_opcode_SIW_OP_SEND_REMOTE_INV as u8;
+}
+
+/// `enum siw_wqe_flags`.
+pub(crate) mod wqe {
+    use super::bindings;
+    pub(crate) const VALID: u16 = bindings::siw_wqe_flags_SIW_WQE_VALID as u16;
+    pub(crate) const INLINE: u16 = bindings::siw_wqe_flags_SIW_WQE_INLINE as u16;
+    pub(crate) const SIGNALLED: u16 = bindings::siw_wqe_flags_SIW_WQE_SIGNALLED as u16;
+    pub(crate) const SOLICITED: u16 = bindings::siw_wqe_flags_SIW_WQE_SOLICITED as u16;
+    pub(crate) const READ_FENCE: u16 = bindings::siw_wqe_flags_SIW_WQE_READ_FENCE as u16;
+}
+
+/// `enum siw_wc_status`.
+pub(crate) mod wc {
+    use super::bindings;
+    pub(crate) const SUCCESS: u16 = bindings::siw_wc_status_SIW_WC_SUCCESS as u16;
+    pub(crate) const LOC_LEN_ERR: u16 = bindings::siw_wc_status_SIW_WC_LOC_LEN_ERR as u16;
+    pub(crate) const LOC_PROT_ERR: u16 = bindings::siw_wc_status_SIW_WC_LOC_PROT_ERR as u16;
+    pub(crate) const LOC_QP_OP_ERR: u16 = bindings::siw_wc_status_SIW_WC_LOC_QP_OP_ERR as u16;
+}

@@ -9,6 +9,7 @@
 
 use super::{
     bindings,
+    sock::IoVec,
     device::{
         Adapter,
         Device,
@@ -151,8 +152,6 @@ pub(crate) mod access {
     pub(crate) const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
     /// Remote read.
     pub(crate) const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
-    /// Memory window bind.
-    pub(crate) const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
 }
 
 /// The verbs QP state a C `enum ib_qp_state` names.
@@ -285,6 +284,110 @@ impl Drop for Umem {
     }
 }
 
+/// Pinned user memory, addressed by byte offset from the region's start: the umem and the
+/// kernel addresses of its pages.
+///
+/// # Invariants
+///
+/// `pages` are the kernel addresses of the umem's pages, in order; the first `first` bytes
+/// of the first page precede the region, which is `len` bytes long. The pages stay pinned
+/// (and mapped: siw_rs needs a kernel without highmem) while `umem` lives.
+pub(crate) struct UserPages {
+    _umem: Umem,
+    pages: KVec<usize>,
+    first: usize,
+    len: usize,
+}
+
+impl UserPages {
+    /// The pages of `umem`, whose region is `len` bytes long.
+    pub(crate) fn new(umem: Umem, len: u64) -> Result<Self> {
+        let u = umem.0.as_ptr();
+        // SAFETY: A live umem.
+        let (n, first) = unsafe { (bindings::siw_rs_umem_num_pages(u), bindings::siw_rs_umem_offset(u)) };
+        let mut raw: KVec<*mut bindings::page> = KVec::with_capacity(n, GFP_KERNEL)?;
+        raw.resize(n, core::ptr::null_mut(), GFP_KERNEL)?;
+        // SAFETY: A live umem; `raw` has room for `n` entries.
+        let got = unsafe { bindings::siw_rs_umem_pages(u, raw.as_mut_ptr(), n) };
+        if got != n {
+            return Err(EFAULT);
+        }
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        for p in raw.iter() {
+            // SAFETY: A pinned page of the umem.
+            let a = unsafe { bindings::siw_rs_page_address(*p) };
+            if a.is_null() {
+                return Err(EFAULT);
+            }
+            pages.push(a as usize, GFP_KERNEL)?;
+        }
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        let first = usize::try_from(first).map_err(|_| EINVAL)?;
+        if first.checked_add(len).ok_or(EINVAL)? > n.saturating_mul(kernel::page::PAGE_SIZE) {
+            return Err(EINVAL);
+        }
+        // INVARIANT: Checked above.
+        Ok(Self {
+            _umem: umem,
+            pages,
+            first,
+            len,
+        })
+    }
+
+    /// The region's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Calls `f` on the page-sized (or smaller) pieces of `len` bytes at `off`.
+    fn pieces(&self, off: usize, len: usize, mut f: impl FnMut(usize, usize) -> Result) -> Result {
+        let end = off.checked_add(len).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        const PS: usize = kernel::page::PAGE_SIZE;
+        let mut pos = off.checked_add(self.first).ok_or(EFAULT)?;
+        let mut left = len;
+        while left > 0 {
+            let page = *self.pages.get(pos / PS).ok_or(EFAULT)?;
+            let in_page = pos % PS;
+            let n = left.min(PS.wrapping_sub(in_page));
+            f(page.wrapping_add(in_page), n)?;
+            pos = pos.wrapping_add(n);
+            left = left.wrapping_sub(n);
+        }
+        Ok(())
+    }
+
+    /// Copies `src` to offset `off` of the region.
+    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+        let mut done = 0usize;
+        self.pieces(off, src.len(), |addr, n| {
+            let s = src.get(done..done.saturating_add(n)).ok_or(EFAULT)?;
+            // SAFETY: `addr..addr + n` lies in a pinned, mapped page of the region
+            // (invariant and the bounds check in `pieces`); user space may access it
+            // concurrently, which a byte copy tolerates.
+            unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
+            done = done.saturating_add(n);
+            Ok(())
+        })
+    }
+
+    /// The pieces of `len` bytes at `off`, for sending without a copy.
+    pub(crate) fn iovecs<'a>(
+        &'a self,
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(IoVec<'a>) -> Result,
+    ) -> Result {
+        self.pieces(off, len, |addr, n| {
+            // SAFETY: As in `write`; the pages stay mapped for `'a` (they belong to `self`).
+            f(unsafe { IoVec::from_raw(addr as *const u8, n) })
+        })
+    }
+}
+
 /// A user memory region to register.
 pub(crate) struct UserMr {
     /// The pinned pages.
@@ -301,6 +404,55 @@ pub(crate) struct UserMr {
     pub(crate) virt: u64,
     /// `IB_ACCESS_*` rights.
     pub(crate) access: u32,
+}
+
+/// A work completion taken from a kernel CQ, with `enum siw_opcode`/`enum siw_wc_status`
+/// values as the CQE holds them (mapped to the `ib_wc` ones here).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Wc {
+    pub(crate) id: u64,
+    pub(crate) opcode: u8,
+    pub(crate) status: u16,
+    pub(crate) bytes: u32,
+    /// The `ib_qp` of a kernel CQE.
+    pub(crate) qp: u64,
+}
+
+/// `map_wc_opcode` of the C siw.
+fn wc_opcode(op: u8) -> bindings::ib_wc_opcode {
+    match u32::from(op) {
+        bindings::siw_opcode_SIW_OP_WRITE => bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+        bindings::siw_opcode_SIW_OP_SEND | bindings::siw_opcode_SIW_OP_SEND_WITH_IMM
+        | bindings::siw_opcode_SIW_OP_SEND_REMOTE_INV => bindings::ib_wc_opcode_IB_WC_SEND,
+        bindings::siw_opcode_SIW_OP_READ | bindings::siw_opcode_SIW_OP_READ_LOCAL_INV => {
+            bindings::ib_wc_opcode_IB_WC_RDMA_READ
+        }
+        bindings::siw_opcode_SIW_OP_INVAL_STAG => bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+        bindings::siw_opcode_SIW_OP_REG_MR => bindings::ib_wc_opcode_IB_WC_REG_MR,
+        _ => bindings::ib_wc_opcode_IB_WC_RECV,
+    }
+}
+
+/// `map_cqe_status` of the C siw.
+fn wc_status(s: u16) -> bindings::ib_wc_status {
+    match u32::from(s) {
+        bindings::siw_wc_status_SIW_WC_SUCCESS => bindings::ib_wc_status_IB_WC_SUCCESS,
+        bindings::siw_wc_status_SIW_WC_LOC_LEN_ERR => bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+        bindings::siw_wc_status_SIW_WC_LOC_PROT_ERR => bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
+        bindings::siw_wc_status_SIW_WC_LOC_QP_OP_ERR => bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+        bindings::siw_wc_status_SIW_WC_WR_FLUSH_ERR => bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+        bindings::siw_wc_status_SIW_WC_BAD_RESP_ERR => bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
+        bindings::siw_wc_status_SIW_WC_LOC_ACCESS_ERR => {
+            bindings::ib_wc_status_IB_WC_LOC_ACCESS_ERR
+        }
+        bindings::siw_wc_status_SIW_WC_REM_ACCESS_ERR => {
+            bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR
+        }
+        bindings::siw_wc_status_SIW_WC_REM_INV_REQ_ERR => {
+            bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR
+        }
+        _ => bindings::ib_wc_status_IB_WC_GENERAL_ERR,
+    }
 }
 
 /// A registered memory region's keys.
@@ -552,6 +704,14 @@ impl<T: Driver> Adapter<T> {
             unsafe { (*qp).qp_num = qpn };
             // SAFETY: A fresh `size_ib_qp` allocation; dropped in `destroy_qp`.
             unsafe { Qp::<T>::init(qp, data) };
+            // SAFETY: Just initialised.
+            let q = unsafe { Qp::<T>::from_raw(qp) };
+            if let Err(e) = T::qp_created(q) {
+                // SAFETY: Initialised above and unknown to anyone else; the core frees the
+                // memory when we fail.
+                unsafe { Qp::<T>::drop_data(qp) };
+                return Err(e);
+            }
             Ok(0)
         })
     }
@@ -759,6 +919,98 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is NULL or the command's.
             let mut user = unsafe { User::<T>::from_udata(udata) };
             let (data, keys) = T::reg_user_mr(pdo, mr, user.as_mut())?;
+            let obj = KBox::new(
+                MrAlloc::<T> {
+                    ib: pin_init::zeroed(),
+                    data,
+                },
+                GFP_KERNEL,
+            )?;
+            let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
+            // SAFETY: `raw` is the freshly allocated MR; the core fills in the rest.
+            unsafe {
+                (*raw).lkey = keys.lkey;
+                (*raw).rkey = keys.rkey;
+            }
+            Ok(raw)
+        })();
+        match r {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The `poll_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.poll_cq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        // SAFETY: A live CQ.
+        let q = unsafe { Cq::<T>::from_raw(cq) };
+        let want = usize::try_from(num).unwrap_or(0);
+        let mut buf = [Wc::default(); 16];
+        let mut done = 0usize;
+        while done < want {
+            let k = want.saturating_sub(done).min(buf.len());
+            let got = T::poll_cq(q, buf.get_mut(..k).unwrap_or(&mut []));
+            for (i, w) in buf.iter().take(got).enumerate() {
+                let mut out: bindings::ib_wc = pin_init::zeroed();
+                out.__bindgen_anon_1.wr_id = w.id;
+                out.status = wc_status(w.status);
+                out.opcode = wc_opcode(w.opcode);
+                out.byte_len = w.bytes;
+                out.qp = w.qp as usize as *mut bindings::ib_qp;
+                // SAFETY: The core passes room for `num` entries; `done + i < num`.
+                unsafe { wc.add(done.saturating_add(i)).write(out) };
+            }
+            done = done.saturating_add(got);
+            if got < k {
+                break;
+            }
+        }
+        c_int::try_from(done).unwrap_or(0)
+    }
+
+    /// The `req_notify_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.req_notify_cq` of a device of driver
+    /// `T`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn req_notify_cq(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        // SAFETY: A live CQ.
+        let q = unsafe { Cq::<T>::from_raw(cq) };
+        let solicited = flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
+        let pending = T::req_notify_cq(q, solicited);
+        c_int::from(
+            pending && flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0,
+        )
+    }
+
+    /// The `get_dma_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.get_dma_mr` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        let r = (|| -> Result<*mut bindings::ib_mr> {
+            // SAFETY: A live PD of this device.
+            let pdo = unsafe { Pd::<T>::from_raw(pd) };
+            let (data, keys) = T::get_dma_mr(pdo, u32::try_from(access).map_err(|_| EINVAL)?)?;
             let obj = KBox::new(
                 MrAlloc::<T> {
                     ib: pin_init::zeroed(),

@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connection endpoints: listeners, and connections from TCP connect through the MPA
+//! exchange to the data path and teardown.
+//!
+//! An [`Ep`] owns one socket and runs as work on siw_rs's workqueue whenever its socket
+//! has news (data, write space, state change) or a user rang the doorbell. Lock order:
+//! an endpoint's `inner`, then its QP's state, then (for listeners) nothing else.
+
+use crate::{
+    device::{Siw, SiwDev},
+    ib::{
+        cm::{CmEvent, CmId, ConnParam, EventData},
+        device::Device,
+        sock::{self, SkCtx, SockEvents, Socket},
+        work,
+    },
+    proto::mpa::{
+        build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd, MpaFrame,
+        MpaHeader, MpaPolicy, MpaReader, Reject, MAX_FRAME_LEN, PD_MAX_SIW,
+    },
+    qp::{LinkParams, QpCore},
+    rx::{self, RxStop},
+    table::Tables,
+    tx::{self, TxStop},
+};
+use kernel::{
+    impl_has_work, new_work,
+    prelude::*,
+    sync::{Arc, ArcBorrow, Mutex},
+    workqueue::{Work, WorkItem},
+};
+
+/// Where an endpoint is in its life.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// A listener: accepts TCP connections.
+    Listen,
+    /// Accepted; waiting for the MPA request.
+    AwaitRequest,
+    /// The request went to the connection manager; waiting for accept or reject.
+    Requested,
+    /// Connected and the MPA request sent; waiting for the reply.
+    AwaitReply,
+    /// In the Full Operation Phase.
+    Established,
+    /// Gone.
+    Closed,
+}
+
+/// How a connection ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// The QP was moved out of RTS (disconnect, destroy): report CLOSE.
+    Local,
+    /// The peer closed: report DISCONNECT, then CLOSE.
+    Peer,
+    /// A protocol or socket error: report CLOSE, and a fatal QP event.
+    Error,
+}
+
+/// The initiator's MPA request, kept to check the reply against.
+struct Sent {
+    header: MpaHeader,
+    ird_ord: Option<IrdOrd>,
+    private_data: KVec<u8>,
+}
+
+struct Inner {
+    phase: Phase,
+    sock: Option<Socket>,
+    /// The cm_id events go to (for a connection waiting for accept: none yet).
+    cm: Option<CmId>,
+    /// The listener that accepted this connection (until accept or reject).
+    listener: Option<Arc<Ep>>,
+    qp: Option<Arc<QpCore>>,
+    mpa: KBox<MpaReader>,
+    policy: MpaPolicy,
+    sent: Option<Sent>,
+}
+
+/// A connection endpoint (listener or connection).
+#[pin_data]
+pub(crate) struct Ep {
+    sk: SkCtx,
+    tables: Arc<Tables>,
+    #[pin]
+    work: Work<Ep>,
+    #[pin]
+    inner: Mutex<Inner>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Ep { self.work }
+}
+
+impl WorkItem for Ep {
+    type Pointer = Arc<Ep>;
+
+    fn run(this: Arc<Ep>) {
+        this.process();
+    }
+}
+
+impl SockEvents for Ep {
+    fn sk_ctx(&self) -> &SkCtx {
+        &self.sk
+    }
+
+    fn sock_event(this: ArcBorrow<'_, Self>, _what: u32) {
+        Arc::from(this).kick();
+    }
+}
+
+/// The MPA policy: the C siw's defaults (rev 2, no CRC unless the peer asks, no markers).
+fn policy(ird: u32, ord: u32) -> MpaPolicy {
+    let mut p = MpaPolicy::c_siw();
+    p.ird = u16::try_from(ird).unwrap_or(u16::MAX).min(p.max_ird);
+    p.ord = u16::try_from(ord).unwrap_or(u16::MAX).min(p.max_ord);
+    p
+}
+
+fn clamp_u8(v: u16) -> u8 {
+    u8::try_from(v).unwrap_or(u8::MAX)
+}
+
+impl Ep {
+    fn new(
+        tables: Arc<Tables>,
+        phase: Phase,
+        sock: Socket,
+        listener: Option<Arc<Ep>>,
+    ) -> Result<Arc<Self>> {
+        let mpa = KBox::new(MpaReader::new(PD_MAX_SIW + 4), GFP_KERNEL)?;
+        // Listeners and connections nest (a new connection asks its listener for the
+        // cm_id to report to), so they get separate lock classes.
+        let (name, class) = if phase == Phase::Listen {
+            (c"Ep::inner (listener)", kernel::static_lock_class!())
+        } else {
+            (c"Ep::inner", kernel::static_lock_class!())
+        };
+        Arc::pin_init(
+            pin_init!(Ep {
+                sk: SkCtx::new(),
+                tables,
+                work <- new_work!("Ep::work"),
+                inner <- Mutex::new(Inner {
+                    phase,
+                    sock: Some(sock),
+                    cm: None,
+                    listener,
+                    qp: None,
+                    mpa,
+                    policy: MpaPolicy::c_siw(),
+                    sent: None,
+                }, name, class),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Runs the endpoint's work soon.
+    pub(crate) fn kick(self: &Arc<Self>) {
+        if let Some(q) = work::queue() {
+            // Already queued: that run will see the news too.
+            let _ = q.enqueue(self.clone());
+        }
+    }
+
+    fn attach(self: &Arc<Self>, g: &Inner) {
+        if let Some(s) = &g.sock {
+            s.attach(self.clone());
+        }
+    }
+
+    fn process(self: &Arc<Self>) {
+        let mut g = self.inner.lock();
+        // MPA can finish and the data path start in one run.
+        for _ in 0..2 {
+            match g.phase {
+                Phase::Listen => {
+                    let children = self.accept_all(&mut g);
+                    drop(g);
+                    // The new connections' locks are taken without the listener's.
+                    for child in children {
+                        child.attach(&child.inner.lock());
+                        child.kick();
+                    }
+                    return;
+                }
+                Phase::AwaitRequest | Phase::AwaitReply => {
+                    if !self.mpa_step(&mut g) {
+                        return;
+                    }
+                }
+                Phase::Established => {
+                    self.data(&mut g);
+                    return;
+                }
+                Phase::Requested | Phase::Closed => return,
+            }
+        }
+    }
+
+    /// Accepts every pending connection of a listener; returns the new endpoints, whose
+    /// callbacks the caller installs.
+    fn accept_all(self: &Arc<Self>, g: &mut Inner) -> KVec<Arc<Ep>> {
+        let mut children = KVec::new();
+        loop {
+            let Some(ls) = g.sock.as_ref() else {
+                break;
+            };
+            let Ok(s) = ls.accept() else {
+                break;
+            };
+            // On failure the socket is released: the peer sees a reset.
+            let Ok(child) = Ep::new_child(self.tables.clone(), s, self.clone()) else {
+                continue;
+            };
+            if children.push(child, GFP_KERNEL).is_err() {
+                break;
+            }
+        }
+        children
+    }
+
+    fn new_child(tables: Arc<Tables>, s: Socket, listener: Arc<Ep>) -> Result<Arc<Self>> {
+        Ep::new(tables, Phase::AwaitRequest, s, Some(listener))
+    }
+
+    /// Reads MPA bytes; returns true when the phase moved on and processing may continue.
+    fn mpa_step(self: &Arc<Self>, g: &mut Inner) -> bool {
+        let inner = &mut *g;
+        let (Some(sock), mpa) = (inner.sock.as_ref(), &mut inner.mpa) else {
+            return false;
+        };
+        let mut done = false;
+        let mut bad = false;
+        let r = sock.read(&mut |buf| match mpa.feed(buf) {
+            Ok((n, complete)) => {
+                done = complete;
+                n
+            }
+            Err(_) => {
+                bad = true;
+                0
+            }
+        });
+        if bad || r.is_err() {
+            self.close_locked(g, How::Error);
+            return false;
+        }
+        if !done {
+            if sock.alive().is_err() {
+                self.close_locked(g, How::Error);
+            }
+            return false;
+        }
+        match g.phase {
+            Phase::AwaitRequest => {
+                self.got_request(g);
+                false
+            }
+            Phase::AwaitReply => self.got_reply(g),
+            _ => false,
+        }
+    }
+
+    /// Responder: the MPA request is in; tell the connection manager.
+    fn got_request(self: &Arc<Self>, g: &mut Inner) {
+        let Ok(frame) = g.mpa.frame() else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        let pol = MpaPolicy::c_siw();
+        let (ird, ord) = frame
+            .ird_ord
+            .map_or((0, 0), |io| (clamp_u8(io.ord.min(pol.max_ird)), clamp_u8(io.ird.min(pol.max_ord))));
+        match negotiate_responder(&pol, &frame) {
+            Ok(_) => {}
+            Err(rej) => {
+                if rej.reply_with_reject() {
+                    let h = reject_reply(&pol, &frame.header);
+                    let f = MpaFrame {
+                        header: h,
+                        ird_ord: None,
+                        private_data: &[],
+                    };
+                    send_frame(g.sock.as_ref(), &f);
+                }
+                self.close_locked(g, How::Error);
+                return;
+            }
+        }
+        let Some(listener) = g.listener.take() else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        let cm = {
+            let lg = listener.inner.lock();
+            if lg.phase != Phase::Listen {
+                None
+            } else {
+                lg.cm.clone()
+            }
+        };
+        let Some(cm) = cm else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        g.phase = Phase::Requested;
+        let pd = frame.private_data;
+        let d = EventData {
+            status: 0,
+            private_data: pd,
+            ird,
+            ord,
+        };
+        let Some(sock) = g.sock.as_ref() else {
+            return;
+        };
+        if cm.connect_request(sock, &d, self.clone()).is_err() {
+            self.close_locked(g, How::Error);
+        }
+    }
+
+    /// Initiator: the MPA reply is in.
+    fn got_reply(self: &Arc<Self>, g: &mut Inner) -> bool {
+        let (Ok(reply), Some(sent)) = (g.mpa.frame(), g.sent.as_ref()) else {
+            self.close_locked(g, How::Error);
+            return false;
+        };
+        let req = MpaFrame {
+            header: sent.header,
+            ird_ord: sent.ird_ord,
+            private_data: &sent.private_data,
+        };
+        let r = negotiate_initiator(&g.policy, &req, &reply);
+        let mut pd = [0u8; PD_MAX_SIW];
+        let n = reply.private_data.len().min(PD_MAX_SIW);
+        pd[..n].copy_from_slice(&reply.private_data[..n]);
+        let agreed = match r {
+            Ok(a) => a,
+            Err(rej) => {
+                let status = if rej == Reject::PeerRejected {
+                    ECONNREFUSED
+                } else {
+                    ECONNRESET
+                };
+                if let Some(cm) = g.cm.take() {
+                    let _ = cm.event(
+                        CmEvent::ConnectReply,
+                        g.sock.as_ref(),
+                        &EventData {
+                            status: status.to_errno(),
+                            private_data: &pd[..n],
+                            ..Default::default()
+                        },
+                    );
+                }
+                self.close_locked(g, How::Error);
+                return false;
+            }
+        };
+        let params = LinkParams {
+            crc: agreed.crc,
+            ird: agreed.ird,
+            ord: agreed.ord,
+        };
+        let ok = match g.qp.as_ref() {
+            Some(qp) => {
+                let mut st = qp.st.lock();
+                qp.connected(&mut st, self.clone(), params).is_ok()
+            }
+            None => false,
+        };
+        let status = if ok { 0 } else { ECONNRESET.to_errno() };
+        if let Some(cm) = g.cm.as_ref() {
+            let _ = cm.event(
+                CmEvent::ConnectReply,
+                g.sock.as_ref(),
+                &EventData {
+                    status,
+                    private_data: &pd[..n],
+                    ird: clamp_u8(agreed.ird),
+                    ord: clamp_u8(agreed.ord),
+                },
+            );
+        }
+        if !ok {
+            // The connection manager was told; no CLOSE follows a failed connect.
+            drop(g.cm.take());
+            self.close_locked(g, How::Error);
+            return false;
+        }
+        g.phase = Phase::Established;
+        true
+    }
+
+    /// The data path: receive what arrived, send what is queued, notice the peer leaving.
+    fn data(self: &Arc<Self>, g: &mut Inner) {
+        let (Some(sock), Some(qp)) = (g.sock.as_ref(), g.qp.clone()) else {
+            return;
+        };
+        let mut how = None;
+        {
+            let mut st = qp.st.lock();
+            if !st.ep.as_ref().is_some_and(|e| Arc::ptr_eq(e, self)) {
+                // The QP left RTS; `close_from_qp` is on its way.
+                return;
+            }
+            let mut stop = None;
+            let r = sock.read(&mut |buf| {
+                let (n, s) = rx::feed(&qp, &mut st, buf);
+                if s.is_some() {
+                    stop = s;
+                }
+                n
+            });
+            match &stop {
+                Some(RxStop::Term(e)) => pr_info!("siw_rs: rx term {:?}\n", e),
+                Some(RxStop::PeerTerminated) => pr_info!("siw_rs: peer terminated\n"),
+                None => {}
+            }
+            if let Err(e) = &r {
+                pr_info!("siw_rs: read error {:?}\n", e);
+            }
+            match stop {
+                Some(RxStop::Term(e)) => {
+                    if let Some(link) = st.link.as_mut() {
+                        let mut raw = [0u8; 72];
+                        let h = link.rx.raw_header();
+                        let n = h.len().min(raw.len());
+                        raw[..n].copy_from_slice(&h[..n]);
+                        link.tx.terminate(e, &raw[..n]);
+                    }
+                    // Best effort: send it now, then close.
+                    let _ = tx::run(&qp, &mut st, sock);
+                    how = Some(How::Error);
+                }
+                Some(RxStop::PeerTerminated) => how = Some(How::Error),
+                None if r.is_err() => how = Some(How::Error),
+                None => {}
+            }
+            if how.is_none() {
+                match tx::run(&qp, &mut st, sock) {
+                    Ok(()) => {}
+                    Err(TxStop::Terminated) => how = Some(How::Error),
+                    Err(TxStop::Failed) => {
+                        pr_info!("siw_rs: tx failed\n");
+                        how = Some(How::Error)
+                    }
+                }
+            }
+        }
+        if how.is_none() && sock.alive().is_err() {
+            how = Some(How::Peer);
+        }
+        if let Some(h) = how {
+            self.close_locked(g, h);
+        }
+    }
+
+    /// Ends the endpoint: QP to ERROR (flushing), callbacks off, socket closed, events.
+    fn close_locked(self: &Arc<Self>, g: &mut Inner, how: How) {
+        let prev = g.phase;
+        if prev == Phase::Closed {
+            return;
+        }
+        pr_info!("siw_rs: close {:?} how {}\n", prev, how as u8);
+        g.phase = Phase::Closed;
+        if let Some(qp) = g.qp.take() {
+            let mut st = qp.st.lock();
+            let ours = st.ep.as_ref().is_none_or(|e| Arc::ptr_eq(e, self));
+            if ours && prev == Phase::Established || ours && prev == Phase::AwaitReply {
+                qp.link_down(&mut st);
+                if how == How::Error {
+                    st.fatal_event();
+                }
+            }
+        }
+        if let Some(sock) = g.sock.take() {
+            sock.detach(&**self);
+            sock.shutdown();
+            drop(sock);
+        }
+        drop(g.listener.take());
+        if let Some(cm) = g.cm.take() {
+            match prev {
+                Phase::Established => {
+                    if how == How::Peer {
+                        let _ = cm.event(CmEvent::Disconnect, None, &EventData::default());
+                    }
+                    let _ = cm.event(CmEvent::Close, None, &EventData::default());
+                }
+                Phase::AwaitReply => {
+                    let _ = cm.event(
+                        CmEvent::ConnectReply,
+                        None,
+                        &EventData {
+                            status: ECONNRESET.to_errno(),
+                            ..Default::default()
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The QP left RTS (disconnect or destroy) and let go of this endpoint.
+    pub(crate) fn close_from_qp(self: &Arc<Self>) {
+        let mut g = self.inner.lock();
+        self.close_locked(&mut g, How::Local);
+    }
+}
+
+/// Sends an MPA frame, blocking (the frames come before the data path).
+fn send_frame(sock: Option<&Socket>, f: &MpaFrame<'_>) -> bool {
+    let Some(sock) = sock else {
+        return false;
+    };
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let Ok(n) = f.encode(&mut buf) else {
+        return false;
+    };
+    let Some(b) = buf.get(..n) else {
+        return false;
+    };
+    matches!(sock.send(&[sock::IoVec::new(b)], 0, true, false), Ok(k) if k == n)
+}
+
+/// `iw_connect`.
+pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result {
+    let d: &SiwDev = dev.data();
+    let qp = d.tables.qp(p.qpn).ok_or(EINVAL)?;
+    if p.private_data.len() > PD_MAX_SIW {
+        return Err(EINVAL);
+    }
+    let s = sock::connect(&cm)?;
+    let ep = Ep::new(d.tables.clone(), Phase::AwaitReply, s, None)?;
+    let pol = policy(p.ird, p.ord);
+    let (header, ird_ord) = build_request(&pol);
+    let mut private_data = KVec::new();
+    private_data.extend_from_slice(p.private_data, GFP_KERNEL)?;
+    let f = MpaFrame {
+        header,
+        ird_ord,
+        private_data: p.private_data,
+    };
+    let mut g = ep.inner.lock();
+    {
+        let mut st = qp.st.lock();
+        if st.ep.is_some() {
+            return Err(EBUSY);
+        }
+        st.ep = Some(ep.clone());
+    }
+    g.qp = Some(qp);
+    g.policy = pol;
+    g.sent = Some(Sent {
+        header,
+        ird_ord,
+        private_data,
+    });
+    ep.attach(&g);
+    if !send_frame(g.sock.as_ref(), &f) {
+        ep.close_locked(&mut g, How::Error);
+        return Err(ECONNRESET);
+    }
+    g.cm = Some(cm);
+    drop(g);
+    ep.kick();
+    Ok(())
+}
+
+/// `iw_accept`.
+pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, ep: Arc<Ep>, p: &ConnParam<'_>) -> Result {
+    let d: &SiwDev = dev.data();
+    let qp = d.tables.qp(p.qpn).ok_or(EINVAL)?;
+    let mut g = ep.inner.lock();
+    if g.phase != Phase::Requested {
+        return Err(ECONNRESET);
+    }
+    let pol = policy(p.ird, p.ord);
+    let acc = match g.mpa.frame().ok().map(|f| negotiate_responder(&pol, &f)) {
+        Some(Ok(a)) => a,
+        _ => {
+            ep.close_locked(&mut g, How::Error);
+            return Err(ECONNRESET);
+        }
+    };
+    if p.private_data.len() > PD_MAX_SIW - 4 {
+        ep.close_locked(&mut g, How::Error);
+        return Err(EINVAL);
+    }
+    let params = LinkParams {
+        crc: acc.agreed.crc,
+        ird: acc.agreed.ird,
+        ord: acc.agreed.ord,
+    };
+    {
+        let mut st = qp.st.lock();
+        if st.ep.is_some() || qp.connected(&mut st, ep.clone(), params).is_err() {
+            drop(st);
+            ep.close_locked(&mut g, How::Error);
+            return Err(EINVAL);
+        }
+    }
+    g.qp = Some(qp);
+    g.phase = Phase::Established;
+    if !send_frame(g.sock.as_ref(), &acc.reply_frame(p.private_data)) {
+        ep.close_locked(&mut g, How::Error);
+        return Err(ECONNRESET);
+    }
+    let _ = cm.event(CmEvent::Established, None, &EventData::default());
+    g.cm = Some(cm);
+    drop(g);
+    ep.kick();
+    Ok(())
+}
+
+/// `iw_reject`.
+pub(crate) fn reject(ep: Arc<Ep>, private_data: &[u8]) {
+    let mut g = ep.inner.lock();
+    if g.phase == Phase::Requested {
+        if let Ok(frame) = g.mpa.frame() {
+            let h = reject_reply(&g.policy, &frame.header);
+            let n = private_data.len().min(PD_MAX_SIW);
+            let f = MpaFrame {
+                header: h,
+                ird_ord: None,
+                private_data: &private_data[..n],
+            };
+            send_frame(g.sock.as_ref(), &f);
+        }
+    }
+    ep.close_locked(&mut g, How::Error);
+}
+
+/// `iw_create_listen`.
+pub(crate) fn listen(dev: &Device<Siw>, cm: CmId, backlog: i32) -> Result<Arc<Ep>> {
+    let d: &SiwDev = dev.data();
+    let s = sock::listen(&cm, backlog)?;
+    let ep = Ep::new(d.tables.clone(), Phase::Listen, s, None)?;
+    {
+        let mut g = ep.inner.lock();
+        g.cm = Some(cm);
+        ep.attach(&g);
+    }
+    // Connections may already be waiting.
+    ep.kick();
+    Ok(ep)
+}
+
+/// `iw_destroy_listen`.
+pub(crate) fn destroy_listen(ep: Arc<Ep>) {
+    let mut g = ep.inner.lock();
+    ep.close_locked(&mut g, How::Local);
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The iWARP connection manager interface (`iw_cm`): the provider ops the core calls, the
+//! connection identifiers (`struct iw_cm_id`) and the events siw_rs reports to them.
+//!
+//! C header: [`include/rdma/iw_cm.h`](srctree/include/rdma/iw_cm.h).
+
+use super::{
+    bindings,
+    device::{
+        Adapter,
+        Device,
+        Driver, //
+    },
+    sock::Socket,
+    verbs::Qp,
+};
+use core::{ffi::c_int, ptr::NonNull};
+use kernel::{error::from_result, prelude::*, sync::Arc};
+
+/// A counted reference to an `iw_cm_id` (`add_ref`/`rem_ref`).
+///
+/// # Invariants
+///
+/// Points to a live cm_id on which this value holds one reference.
+pub(crate) struct CmId(NonNull<bindings::iw_cm_id>);
+
+// SAFETY: The references are atomic; events may be reported from any thread.
+unsafe impl Send for CmId {}
+// SAFETY: As above.
+unsafe impl Sync for CmId {}
+
+/// Events reported to the connection manager.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum CmEvent {
+    /// A connection request arrived on a listener.
+    ConnectRequest = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REQUEST as isize,
+    /// The reply to our request arrived (or the attempt failed).
+    ConnectReply = bindings::iw_cm_event_type_IW_CM_EVENT_CONNECT_REPLY as isize,
+    /// An accepted connection is in RTS.
+    Established = bindings::iw_cm_event_type_IW_CM_EVENT_ESTABLISHED as isize,
+    /// The peer closed.
+    Disconnect = bindings::iw_cm_event_type_IW_CM_EVENT_DISCONNECT as isize,
+    /// The connection is gone.
+    Close = bindings::iw_cm_event_type_IW_CM_EVENT_CLOSE as isize,
+}
+
+/// What an event carries besides its type.
+#[derive(Default)]
+pub(crate) struct EventData<'a> {
+    /// 0 or a negative errno.
+    pub(crate) status: i32,
+    /// The ULP's private data.
+    pub(crate) private_data: &'a [u8],
+    pub(crate) ird: u8,
+    pub(crate) ord: u8,
+}
+
+impl CmId {
+    /// Takes a reference on `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live cm_id.
+    unsafe fn get(raw: *mut bindings::iw_cm_id) -> Result<Self> {
+        let p = NonNull::new(raw).ok_or(EINVAL)?;
+        // SAFETY: A live cm_id; the reference is dropped in `Drop`.
+        unsafe { bindings::siw_rs_cm_id_get(p.as_ptr()) };
+        // INVARIANT: Counted just above.
+        Ok(Self(p))
+    }
+
+    pub(super) fn as_ptr(&self) -> *mut bindings::iw_cm_id {
+        self.0.as_ptr()
+    }
+
+    /// Reports `ev` (addresses from `sock` for requests and replies).
+    pub(crate) fn event(&self, ev: CmEvent, sock: Option<&Socket>, d: &EventData<'_>) -> Result {
+        self.raw_event(ev, sock, d, core::ptr::null_mut())
+    }
+
+    fn raw_event(
+        &self,
+        ev: CmEvent,
+        sock: Option<&Socket>,
+        d: &EventData<'_>,
+        provider: *mut core::ffi::c_void,
+    ) -> Result {
+        let len = u8::try_from(d.private_data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: A live cm_id (invariant); the private data is copied by the core before the
+        // call returns; `sock` is live.
+        kernel::error::to_result(unsafe {
+            bindings::siw_rs_cm_upcall(
+                self.as_ptr(),
+                sock.map_or(core::ptr::null_mut(), Socket::as_ptr),
+                ev as c_int,
+                d.status,
+                d.private_data.as_ptr().cast(),
+                len,
+                d.ird,
+                d.ord,
+                provider,
+            )
+        })
+    }
+
+    /// Reports a connection request on this listener; the core hands `ep` back with the
+    /// `accept` or `reject` of the new connection.
+    pub(crate) fn connect_request<E: Send + Sync>(
+        &self,
+        sock: &Socket,
+        d: &EventData<'_>,
+        ep: Arc<E>,
+    ) -> Result {
+        let raw = Arc::into_raw(ep);
+        let r = self.raw_event(CmEvent::ConnectRequest, Some(sock), d, raw.cast_mut().cast());
+        if r.is_err() {
+            // SAFETY: The core refused the event, so it never saw `raw`; it is ours again.
+            drop(unsafe { Arc::from_raw(raw) });
+        }
+        r
+    }
+}
+
+impl Clone for CmId {
+    fn clone(&self) -> Self {
+        // SAFETY: Live by the invariant; the new value holds its own reference.
+        unsafe { bindings::siw_rs_cm_id_get(self.as_ptr()) };
+        Self(self.0)
+    }
+}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        // SAFETY: By the invariant we hold one reference.
+        unsafe { bindings::siw_rs_cm_id_put(self.as_ptr()) };
+    }
+}
+
+/// Connection parameters of `connect` and `accept` (`struct iw_cm_conn_param`).
+pub(crate) struct ConnParam<'a> {
+    pub(crate) private_data: &'a [u8],
+    pub(crate) ord: u32,
+    pub(crate) ird: u32,
+    pub(crate) qpn: u32,
+}
+
+/// A QP as the connection manager names it (the `ib_qp` it passes to `modify_qp`).
+///
+/// # Invariants
+///
+/// Points to the `ib_qp` of a QP of this driver while the QP is in its device's table.
+#[derive(Clone, Copy)]
+pub(crate) struct QpHandle(NonNull<bindings::ib_qp>);
+
+// SAFETY: Only an address; using it is unsafe and done by the glue alone.
+unsafe impl Send for QpHandle {}
+// SAFETY: As above.
+unsafe impl Sync for QpHandle {}
+
+impl<D> super::object::Obj<bindings::ib_qp, D> {
+    /// The handle the connection manager will name this QP by.
+    pub(crate) fn cm_handle(&self) -> QpHandle {
+        // INVARIANT: The driver keeps it in its table only while the QP lives.
+        // SAFETY: `as_ptr` of a live object is not null.
+        QpHandle(unsafe { NonNull::new_unchecked(self.as_ptr()) })
+    }
+}
+
+impl QpHandle {
+    /// Reports `IB_EVENT_QP_FATAL` to the QP's consumer.
+    pub(crate) fn fatal_event(&self) {
+        // SAFETY: By the type invariant the QP is live.
+        unsafe {
+            bindings::siw_rs_qp_event(
+                self.0.as_ptr(),
+                bindings::ib_event_type_IB_EVENT_QP_FATAL as i32,
+            )
+        };
+    }
+}
+
+/// Parameters from C.
+///
+/// # Safety
+///
+/// `p` is valid for `'a`.
+unsafe fn conn_param<'a>(p: *const bindings::iw_cm_conn_param) -> Result<ConnParam<'a>> {
+    // SAFETY: By the caller's guarantee.
+    let p = unsafe { p.as_ref() }.ok_or(EINVAL)?;
+    let pd = if p.private_data_len == 0 || p.private_data.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: The core passes `private_data_len` readable bytes.
+        unsafe { core::slice::from_raw_parts(p.private_data.cast(), usize::from(p.private_data_len)) }
+    };
+    Ok(ConnParam {
+        private_data: pd,
+        ord: p.ord,
+        ird: p.ird,
+        qpn: p.qpn,
+    })
+}
+
+/// Takes back the endpoint stored in `id`'s provider data.
+///
+/// # Safety
+///
+/// The provider data is NULL or an `Arc::into_raw` of `Arc<T::Ep>` this value may own.
+unsafe fn take_ep<T: Driver>(id: *mut bindings::iw_cm_id) -> Option<Arc<T::Ep>> {
+    // SAFETY: A live cm_id.
+    let p = unsafe { bindings::siw_rs_cm_id_provider_data(id) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: As above.
+    unsafe { bindings::siw_rs_cm_id_set_provider_data(id, core::ptr::null_mut()) };
+    // SAFETY: By the caller's guarantee.
+    Some(unsafe { Arc::from_raw(p.cast::<T::Ep>()) })
+}
+
+// SAFETY (for every trampoline below): the iw_cm core calls them with live cm_ids of this
+// driver's devices.
+impl<T: Driver> Adapter<T> {
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_connect`.
+    pub(super) unsafe extern "C" fn iw_connect(
+        id: *mut bindings::iw_cm_id,
+        p: *mut bindings::iw_cm_conn_param,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live cm_id and parameters valid for the call.
+            let (cm, p) = unsafe { (CmId::get(id)?, conn_param(p)?) };
+            // SAFETY: The cm_id's device is a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw((*id).device) };
+            T::iw_connect(dev, cm, &p)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_accept`.
+    pub(super) unsafe extern "C" fn iw_accept(
+        id: *mut bindings::iw_cm_id,
+        p: *mut bindings::iw_cm_conn_param,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The provider data of a new connection's cm_id is the endpoint
+            // `connect_request` gave the core.
+            let ep = unsafe { take_ep::<T>(id) }.ok_or(EINVAL)?;
+            // SAFETY: A live cm_id and parameters valid for the call.
+            let (cm, p) = unsafe { (CmId::get(id)?, conn_param(p)?) };
+            // SAFETY: The cm_id's device is a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw((*id).device) };
+            T::iw_accept(dev, cm, ep, &p)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_reject`.
+    pub(super) unsafe extern "C" fn iw_reject(
+        id: *mut bindings::iw_cm_id,
+        pd: *const core::ffi::c_void,
+        len: u8,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `iw_accept`.
+            let ep = unsafe { take_ep::<T>(id) }.ok_or(EINVAL)?;
+            let pd = if pd.is_null() || len == 0 {
+                &[][..]
+            } else {
+                // SAFETY: The core passes `len` readable bytes.
+                unsafe { core::slice::from_raw_parts(pd.cast::<u8>(), usize::from(len)) }
+            };
+            T::iw_reject(ep, pd);
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_create_listen`.
+    pub(super) unsafe extern "C" fn iw_create_listen(
+        id: *mut bindings::iw_cm_id,
+        backlog: c_int,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live cm_id.
+            let cm = unsafe { CmId::get(id)? };
+            // SAFETY: The cm_id's device is a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw((*id).device) };
+            let ep = T::iw_create_listen(dev, cm, backlog)?;
+            // SAFETY: `iw_destroy_listen` takes it back.
+            unsafe { bindings::siw_rs_cm_id_set_provider_data(id, Arc::into_raw(ep).cast_mut().cast()) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_destroy_listen`.
+    pub(super) unsafe extern "C" fn iw_destroy_listen(id: *mut bindings::iw_cm_id) -> c_int {
+        // SAFETY: `iw_create_listen` stored the listener there.
+        if let Some(ep) = unsafe { take_ep::<T>(id) } {
+            T::iw_destroy_listen(ep);
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_get_qp`.
+    pub(super) unsafe extern "C" fn iw_get_qp(
+        dev: *mut bindings::ib_device,
+        qpn: c_int,
+    ) -> *mut bindings::ib_qp {
+        // SAFETY: A live device of this driver.
+        let dev = unsafe { Device::<T>::from_raw(dev) };
+        u32::try_from(qpn)
+            .ok()
+            .and_then(|n| T::iw_get_qp(dev, n))
+            .map_or(core::ptr::null_mut(), |h| h.0.as_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_add_ref`.
+    pub(super) unsafe extern "C" fn iw_add_ref(qp: *mut bindings::ib_qp) {
+        // SAFETY: The core passes a QP it got from `iw_get_qp` (or holds a reference on).
+        T::iw_qp_ref(unsafe { Qp::<T>::from_raw(qp) }, true);
+    }
+
+    /// # Safety
+    ///
+    /// `ib_device_ops.iw_rem_ref`.
+    pub(super) unsafe extern "C" fn iw_rem_ref(qp: *mut bindings::ib_qp) {
+        // SAFETY: The core drops a reference it holds, so the QP is live.
+        T::iw_qp_ref(unsafe { Qp::<T>::from_raw(qp) }, false);
+    }
+}

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel TCP sockets for iWARP connections, and the takeover of their callbacks.
+//!
+//! C headers: [`include/linux/net.h`](srctree/include/linux/net.h),
+//! [`include/net/sock.h`](srctree/include/net/sock.h). The socket calls themselves are in
+//! `siw_rs/helpers.c` (socket creation, bind, listen, connect, `tcp_read_sock`).
+//!
+//! A socket's `sk_data_ready`, `sk_write_space` and `sk_state_change` callbacks are
+//! replaced by ones that call [`SockEvents::sock_event`] on the owner, then the original
+//! callback. The owner stays alive while its callbacks are installed: [`Socket::attach`]
+//! keeps one reference, [`Socket::detach`] gives it back.
+
+use super::bindings;
+use core::{
+    ffi::c_void,
+    marker::PhantomData,
+    ptr::NonNull,
+    sync::atomic::{
+        AtomicBool,
+        Ordering, //
+    },
+};
+use kernel::{
+    error::to_result,
+    prelude::*,
+    sync::{
+        Arc,
+        ArcBorrow, //
+    },
+    types::Opaque,
+};
+
+/// An owned kernel socket (`struct socket`), released on drop.
+///
+/// # Invariants
+///
+/// A live socket this value owns.
+pub(crate) struct Socket(NonNull<bindings::socket>);
+
+// SAFETY: Socket calls take the socket's own locks; the value may move between threads.
+unsafe impl Send for Socket {}
+// SAFETY: Every method is safe to call concurrently (the socket layer locks).
+unsafe impl Sync for Socket {}
+
+/// A piece of memory to send.
+#[derive(Clone, Copy)]
+pub(crate) struct IoVec<'a> {
+    ptr: *const u8,
+    len: usize,
+    _p: PhantomData<&'a [u8]>,
+}
+
+impl<'a> IoVec<'a> {
+    /// The bytes of `s`.
+    pub(crate) fn new(s: &'a [u8]) -> Self {
+        Self {
+            ptr: s.as_ptr(),
+            len: s.len(),
+            _p: PhantomData,
+        }
+    }
+
+    /// `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay mapped and readable for `'a` (they may change: user memory).
+    pub(super) unsafe fn from_raw(ptr: *const u8, len: usize) -> Self {
+        Self {
+            ptr,
+            len,
+            _p: PhantomData,
+        }
+    }
+
+    /// The length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The CRC32C state `crc` updated with these bytes (the kernel's `crc32c()`).
+    pub(crate) fn crc32c(&self, crc: u32) -> u32 {
+        // SAFETY: By the constructors the range is readable for `'a`.
+        unsafe { bindings::siw_rs_crc32c(crc, self.ptr.cast(), self.len) }
+    }
+}
+
+/// The kernel's CRC32C (`crc32c()`), for the protocol core's [`crate::proto::crc::Crc32c`].
+#[derive(Clone, Copy)]
+pub(crate) struct KernelCrc(u32);
+
+impl KernelCrc {
+    /// A fresh computation.
+    pub(crate) const fn new() -> Self {
+        Self(!0)
+    }
+
+    /// The running state (not the final value).
+    pub(crate) const fn state(&self) -> u32 {
+        self.0
+    }
+
+    /// A computation continued from `state`.
+    pub(crate) const fn from_state(state: u32) -> Self {
+        Self(state)
+    }
+}
+
+impl crate::proto::crc::Crc32c for KernelCrc {
+    fn reset(&mut self) {
+        self.0 = !0;
+    }
+    fn update(&mut self, data: &[u8]) {
+        self.0 = IoVec::new(data).crc32c(self.0);
+    }
+    fn value(&self) -> u32 {
+        !self.0
+    }
+}
+
+/// Most pieces one `send` call hands to TCP.
+pub(crate) const MAX_IOV: usize = 16;
+
+impl Socket {
+    /// Takes ownership of `raw`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live socket nothing else releases.
+    pub(super) unsafe fn from_raw(raw: *mut bindings::socket) -> Result<Self> {
+        // INVARIANT: By the caller's guarantee.
+        NonNull::new(raw).map(Self).ok_or(EINVAL)
+    }
+
+    pub(super) fn as_ptr(&self) -> *mut bindings::socket {
+        self.0.as_ptr()
+    }
+
+    /// Accepts a pending connection without blocking (`EAGAIN` when there is none).
+    pub(crate) fn accept(&self) -> Result<Socket> {
+        let mut s = core::ptr::null_mut();
+        // SAFETY: A live listening socket; `s` is a valid out pointer.
+        to_result(unsafe { bindings::siw_rs_sock_accept(self.as_ptr(), &mut s) })?;
+        // SAFETY: `kernel_accept` succeeded: `s` is a new socket we own.
+        unsafe { Self::from_raw(s) }
+    }
+
+    /// Sends `iov` minus its first `skip` bytes; returns how many bytes TCP took. Without
+    /// `block`, a full send buffer gives `EAGAIN` (or a short count); `more` says more data
+    /// follows at once (`MSG_MORE`).
+    pub(crate) fn send(&self, iov: &[IoVec<'_>], skip: usize, block: bool, more: bool) -> Result<usize> {
+        let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
+        let mut n = 0usize;
+        let mut total = 0usize;
+        let mut skip = skip;
+        for v in iov {
+            if skip >= v.len {
+                skip -= v.len;
+                continue;
+            }
+            let slot = kv.get_mut(n).ok_or(EINVAL)?;
+            // `skip < v.len`, so the pointer stays inside the piece.
+            slot.iov_base = v.ptr.wrapping_add(skip).cast_mut().cast();
+            slot.iov_len = v.len - skip;
+            total = total.checked_add(slot.iov_len).ok_or(EINVAL)?;
+            skip = 0;
+            n += 1;
+        }
+        if total == 0 {
+            return Ok(0);
+        }
+        // SAFETY: A live socket; the first `n` kvecs name readable memory (`IoVec`'s
+        // invariant) that `kernel_sendmsg` only reads.
+        let r = unsafe {
+            bindings::siw_rs_sock_send(self.as_ptr(), kv.as_mut_ptr(), n, total, block, more)
+        };
+        to_result(r)?;
+        usize::try_from(r).map_err(|_| EINVAL)
+    }
+
+    /// Reads what the socket holds, passing each piece to `f`, which returns how much of it
+    /// it consumed; consuming less stops the read (the rest stays queued). Returns the bytes
+    /// consumed.
+    pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+        unsafe extern "C" fn feed(ctx: *mut c_void, p: *const u8, len: usize) -> usize {
+            // SAFETY: `ctx` is the `&mut &mut dyn FnMut` below, live for the whole read.
+            let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
+            // SAFETY: `tcp_read_sock`'s actor hands us `len` readable bytes of an skb, which
+            // stays queued and unchanged while we look at it.
+            let s = unsafe { core::slice::from_raw_parts(p, len) };
+            f(s).min(len)
+        }
+        let mut f = f;
+        // SAFETY: A live socket; `feed` gets back the pointer to `f`, which outlives the call.
+        let r = unsafe {
+            bindings::siw_rs_sock_read(
+                self.as_ptr(),
+                (&raw mut f).cast(),
+                Some(feed),
+            )
+        };
+        let r = i32::try_from(r).map_err(|_| EINVAL)?;
+        to_result(r)?;
+        usize::try_from(r).map_err(|_| EINVAL)
+    }
+
+    /// `Ok(true)` when established, `Ok(false)` while connecting or listening, an error once
+    /// the connection is gone (the socket error, or `ECONNRESET` after a close).
+    pub(crate) fn alive(&self) -> Result<bool> {
+        // SAFETY: A live socket.
+        let r = unsafe { bindings::siw_rs_sock_alive(self.as_ptr()) };
+        to_result(r)?;
+        Ok(r == 1)
+    }
+
+    /// The current MSS.
+    pub(crate) fn mss(&self) -> u32 {
+        // SAFETY: A live TCP socket.
+        unsafe { bindings::siw_rs_sock_mss(self.as_ptr()) }
+    }
+
+    /// Shuts both directions down (the peer sees FIN).
+    pub(crate) fn shutdown(&self) {
+        // SAFETY: A live socket.
+        unsafe { bindings::siw_rs_sock_shutdown(self.as_ptr()) };
+    }
+
+    /// Installs `owner`'s callbacks, keeping a reference to it until [`Socket::detach`].
+    pub(crate) fn attach<E: SockEvents>(&self, owner: Arc<E>) {
+        let ctx = owner.sk_ctx();
+        if ctx.attached.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let c = ctx.raw.get();
+        let data = Arc::into_raw(owner);
+        // SAFETY: `c` lives inside the owner, which the reference taken by `into_raw`
+        // keeps alive until `detach` restores the callbacks and gives it back.
+        unsafe {
+            (*c).event = Some(event::<E>);
+            (*c).data = data.cast();
+            bindings::siw_rs_sock_attach(self.as_ptr(), c);
+        }
+    }
+
+    /// Restores the original callbacks and drops the reference [`Socket::attach`] took.
+    /// When this returns, no callback of ours runs on this socket any more.
+    pub(crate) fn detach<E: SockEvents>(&self, owner: &E) {
+        let ctx = owner.sk_ctx();
+        if !ctx.attached.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let c = ctx.raw.get();
+        // SAFETY: A live socket; the C side takes `sk_callback_lock` for writing, so
+        // callbacks in flight finish first.
+        unsafe { bindings::siw_rs_sock_detach(self.as_ptr()) };
+        // SAFETY: `attach` stored `Arc::into_raw` of an `Arc<E>` there; it is ours again.
+        drop(unsafe { Arc::from_raw((*c).data.cast::<E>()) });
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the socket.
+        unsafe { bindings::siw_rs_sock_release(self.as_ptr()) };
+    }
+}
+
+/// The place in the owner that the socket's callbacks find it through.
+pub(crate) struct SkCtx {
+    raw: Opaque<bindings::siw_rs_sk_ctx>,
+    attached: AtomicBool,
+}
+
+// SAFETY: The C part is only written under `sk_callback_lock` or before attaching.
+unsafe impl Send for SkCtx {}
+// SAFETY: As above.
+unsafe impl Sync for SkCtx {}
+
+impl SkCtx {
+    /// An unattached context.
+    pub(crate) fn new() -> Self {
+        Self {
+            raw: Opaque::new(pin_init::zeroed()),
+            attached: AtomicBool::new(false),
+        }
+    }
+}
+
+/// An owner of socket callbacks.
+pub(crate) trait SockEvents: Send + Sync + Sized + 'static {
+    /// The context inside `self` the callbacks use.
+    fn sk_ctx(&self) -> &SkCtx;
+    /// A callback fired (data, write space or state change). Runs in softirq or process context, under
+    /// `sk_callback_lock`: it must not sleep or call into the socket.
+    fn sock_event(this: ArcBorrow<'_, Self>, what: u32);
+}
+
+unsafe extern "C" fn event<E: SockEvents>(data: *const c_void, what: i32) {
+    // SAFETY: `data` is the `Arc::into_raw` pointer `attach` stored; that reference lives
+    // until `detach`, which waits for this callback to return.
+    let owner = unsafe { ArcBorrow::from_raw(data.cast::<E>()) };
+    E::sock_event(owner, u32::try_from(what).unwrap_or(0));
+}
+
+/// Opens a socket listening on the address of `id`.
+pub(crate) fn listen(id: &super::cm::CmId, backlog: i32) -> Result<Socket> {
+    let mut s = core::ptr::null_mut();
+    // SAFETY: `id` is a live cm_id; `s` is a valid out pointer.
+    to_result(unsafe { bindings::siw_rs_sock_listen(id.as_ptr(), backlog, &mut s) })?;
+    // SAFETY: Success: `s` is a new socket we own.
+    unsafe { Socket::from_raw(s) }
+}
+
+/// Connects (blocking) from `id`'s local to its remote address.
+pub(crate) fn connect(id: &super::cm::CmId) -> Result<Socket> {
+    let mut s = core::ptr::null_mut();
+    // SAFETY: `id` is a live cm_id; `s` is a valid out pointer.
+    to_result(unsafe { bindings::siw_rs_sock_connect(id.as_ptr(), &mut s) })?;
+    // SAFETY: Success: `s` is a new socket we own.
+    unsafe { Socket::from_raw(s) }
+}

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! siw_rs's own workqueue, which runs the connections' work (MPA, receive, transmit).
+//! Destroying it at module exit waits for every work item, so no work outlives the code.
+
+use super::bindings;
+use core::sync::atomic::{
+    AtomicPtr,
+    Ordering, //
+};
+use kernel::{prelude::*, workqueue::Queue};
+
+static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Allocates the workqueue (module init).
+fn init() -> Result {
+    // SAFETY: Plain allocation.
+    let wq = unsafe { bindings::siw_rs_wq_alloc() };
+    if wq.is_null() {
+        return Err(ENOMEM);
+    }
+    WQ.store(wq, Ordering::Release);
+    Ok(())
+}
+
+/// Drains and frees the workqueue (module exit, after every device is gone).
+fn exit() {
+    let wq = WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
+    if !wq.is_null() {
+        // SAFETY: Allocated by `init`, and no longer reachable through `WQ`.
+        unsafe { bindings::siw_rs_wq_destroy(wq) };
+    }
+}
+
+/// The workqueue, between `init` and `exit`.
+pub(crate) fn queue() -> Option<&'static Queue> {
+    let wq = WQ.load(Ordering::Acquire);
+    if wq.is_null() {
+        return None;
+    }
+    // SAFETY: `wq` stays valid until `exit`, which runs after every user is gone (module
+    // exit, after the devices and their connections).
+    Some(unsafe { Queue::from_raw(wq.cast()) })
+}
+
+/// Owns the workqueue for the module's lifetime.
+pub(crate) struct Guard(());
+
+impl Guard {
+    /// Allocates the workqueue.
+    pub(crate) fn new() -> Result<Self> {
+        init()?;
+        Ok(Self(()))
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        exit();
+    }
+}

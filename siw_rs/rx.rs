@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The receive engine: bytes from TCP through the protocol core's streaming [`Receiver`]
+//! into registered memory, with one copy (from the socket buffer to the target pages).
+//!
+//! Every inbound placement is checked first: the STag must name a region of the QP's PD
+//! with the access right the operation needs (and the QP must grant it), and the range must
+//! lie inside the region. A failed check is a Terminate with the RFC's error code.
+
+use crate::{
+    cq::Completion,
+    ib::{
+        object::{wc, OP_RECEIVE, RQE_SIZE},
+        sock::KernelCrc,
+        verbs::access,
+    },
+    mr::{AccessError, MrCore, LOCAL_WRITE},
+    proto::{
+        ddp::DdpHdr,
+        error::TermError,
+        rdmap::{FpduHeader, Opcode, RdmapHdr},
+        rx::{Event, Receiver, RxConfig},
+    },
+    qp::{LinkParams, QpCore, QpState, Rqe, Sge, WQE_FLAGS},
+    tx::read_done,
+};
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
+
+/// The receive buffer a Send is placed into.
+struct RxSend {
+    id: u64,
+    sges: [Sge; 6],
+    nsge: usize,
+    /// Bytes placed so far (the message length once it ends).
+    len: u32,
+    /// The first error found while placing (the receive completes with it).
+    status: Option<u16>,
+}
+
+/// Receive state of a connection.
+pub(crate) struct RxState {
+    recv: Receiver<KernelCrc>,
+    send: Option<RxSend>,
+    /// The region the current tagged FPDU goes to, and the offset of its first byte.
+    tagged: Option<(Arc<MrCore>, usize)>,
+}
+
+/// Why receiving stopped for good.
+pub(crate) enum RxStop {
+    /// A protocol or access error: send this Terminate, then close.
+    Term(TermError),
+    /// The peer sent a Terminate.
+    PeerTerminated,
+}
+
+impl RxState {
+    /// A receiver at the start of the Full Operation Phase.
+    pub(crate) fn new(p: LinkParams) -> Result<Self> {
+        Ok(Self {
+            recv: Receiver::new(
+                RxConfig {
+                    crc: p.crc,
+                    markers: false,
+                    header: Default::default(),
+                },
+                KernelCrc::new(),
+            ),
+            send: None,
+            tagged: None,
+        })
+    }
+
+    /// The receive being placed, if any, as (id, status so far): the connection is going
+    /// down and it must still complete.
+    pub(crate) fn take_recv(&mut self) -> Option<(u64, Option<u16>)> {
+        self.send.take().map(|s| (s.id, s.status))
+    }
+
+    /// The raw header of the FPDU being received (for a Terminate).
+    pub(crate) fn raw_header(&self) -> &[u8] {
+        self.recv.raw_header()
+    }
+}
+
+fn tagged_err(e: AccessError) -> TermError {
+    match e {
+        AccessError::InvalidStag => TermError::DdpTaggedInvalidStag,
+        AccessError::Pd => TermError::DdpTaggedStagNotAssociated,
+        AccessError::Rights => TermError::RdmapAccessRights,
+        AccessError::Bounds => TermError::DdpTaggedBaseBounds,
+    }
+}
+
+fn read_err(e: AccessError) -> TermError {
+    match e {
+        AccessError::InvalidStag => TermError::RdmapInvalidStag,
+        AccessError::Pd => TermError::RdmapStagNotAssociated,
+        AccessError::Rights => TermError::RdmapAccessRights,
+        AccessError::Bounds => TermError::RdmapBaseBounds,
+    }
+}
+
+/// Feeds `buf` (socket bytes) through the receiver; returns how many bytes were consumed,
+/// and why receiving must stop, if it must.
+pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
+    let mut pos = 0usize;
+    while pos < buf.len() {
+        let Some(link) = st.link.as_mut() else {
+            return (pos, None);
+        };
+        let rest = buf.get(pos..).unwrap_or(&[]);
+        let step = match link.rx.recv.feed(rest) {
+            Ok(s) => s,
+            Err(e) => return (pos, Some(RxStop::Term(e))),
+        };
+        pos = pos.saturating_add(step.consumed);
+        let r = match step.event {
+            None => Ok(()),
+            Some(Event::Header { header, first }) => on_header(qp, st, &header, first),
+            Some(Event::Payload(p)) => on_payload(qp, st, p),
+            Some(Event::End) => on_end(qp, st),
+        };
+        if let Err(e) = r {
+            return (pos, Some(e));
+        }
+    }
+    (pos, None)
+}
+
+fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Result<(), RxStop> {
+    let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+    link.rx.tagged = None;
+    match (h.opcode, h.ddp) {
+        (Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate, _) => {
+            if first {
+                let rqe = take_rqe(qp, st).ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
+                let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+                link.rx.send = Some(rqe);
+            }
+            Ok(())
+        }
+        (Opcode::RdmaWrite, DdpHdr::Tagged(t)) => {
+            let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
+            let mr = qp.tables.mr(t.stag).ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
+            let off = mr
+                .check(qp.pd, t.to, len, access::REMOTE_WRITE)
+                .map_err(|e| RxStop::Term(tagged_err(e)))?;
+            link.rx.tagged = Some((mr, off));
+            Ok(())
+        }
+        (Opcode::ReadResponse, DdpHdr::Tagged(t)) => {
+            let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
+            // It must continue our oldest outstanding Read, inside its sink.
+            let o = link.tx.orq.first().ok_or(RxStop::Term(TermError::LlpInvalidReqResp))?;
+            let rel = t.to.checked_sub(o.sink_to);
+            let inside = t.stag == o.sink_stag
+                && rel.is_some_and(|r| r.saturating_add(u64::from(len)) <= u64::from(o.len));
+            if !inside {
+                return Err(RxStop::Term(TermError::DdpTaggedBaseBounds));
+            }
+            let mr = qp.tables.mr(t.stag).ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
+            let off = mr
+                .check(qp.pd, t.to, len, LOCAL_WRITE)
+                .map_err(|e| RxStop::Term(tagged_err(e)))?;
+            link.rx.tagged = Some((mr, off));
+            Ok(())
+        }
+        (Opcode::ReadRequest | Opcode::Terminate, _) => Ok(()),
+        _ => Err(RxStop::Term(TermError::RdmapUnexpectedOpcode)),
+    }
+}
+
+fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8]) -> Result<(), RxStop> {
+    let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+    let h = *link.rx.recv.current_header().ok_or(RxStop::PeerTerminated)?;
+    // Where this slice goes: the FPDU's offset plus what came before in it.
+    let before = link.rx.recv.payload_received().saturating_sub(p.len());
+    if let Some((mr, off)) = &link.rx.tagged {
+        return mr
+            .pages
+            .write(off.saturating_add(before), p)
+            .map_err(|_| RxStop::Term(TermError::DdpTaggedBaseBounds));
+    }
+    match h.opcode {
+        Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {}
+        _ => return Ok(()),
+    }
+    let Some(s) = link.rx.send.as_mut() else {
+        return Err(RxStop::Term(TermError::DdpUntaggedNoBuffer));
+    };
+    let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
+    let at = mo.saturating_add(u32::try_from(before).unwrap_or(u32::MAX));
+    place_send(qp, s, at, p)
+}
+
+/// Places `p` at message offset `at` of the receive buffer `s`.
+fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxStop> {
+    let mut skip = at;
+    let mut data = p;
+    for sge in s.sges.iter().take(s.nsge) {
+        if data.is_empty() {
+            break;
+        }
+        if skip >= sge.length {
+            skip -= sge.length;
+            continue;
+        }
+        let n = ((sge.length - skip) as usize).min(data.len());
+        let (now, rest) = data.split_at(n);
+        let placed = qp.tables.mr(sge.lkey).ok_or(AccessError::InvalidStag).and_then(|mr| {
+            let addr = sge.laddr.saturating_add(u64::from(skip));
+            let off = mr.check(qp.pd, addr, n as u32, LOCAL_WRITE)?;
+            mr.pages.write(off, now).map_err(|_| AccessError::Bounds)
+        });
+        if placed.is_err() {
+            s.status = Some(wc::LOC_PROT_ERR);
+            return Err(RxStop::Term(TermError::DdpCatastrophic));
+        }
+        data = rest;
+        skip = 0;
+    }
+    if !data.is_empty() {
+        s.status = Some(wc::LOC_LEN_ERR);
+        return Err(RxStop::Term(TermError::DdpUntaggedTooLong));
+    }
+    s.len = s.len.max(at.saturating_add(p.len() as u32));
+    Ok(())
+}
+
+fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
+    let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+    let h = *link.rx.recv.current_header().ok_or(RxStop::PeerTerminated)?;
+    link.rx.tagged = None;
+    if !h.last {
+        return Ok(());
+    }
+    match h.opcode {
+        Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
+            let s = link.rx.send.take().ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
+            let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
+            let len = mo.saturating_add(u32::try_from(h.payload_len()).unwrap_or(u32::MAX));
+            let c = Completion {
+                id: s.id,
+                opcode: OP_RECEIVE,
+                status: s.status.unwrap_or(wc::SUCCESS),
+                bytes: len,
+                qp_num: st.ids.qpn,
+                qp_handle: st.ids.handle,
+                solicited: h.opcode.solicited(),
+            };
+            let _ = st.complete(false, &c);
+            Ok(())
+        }
+        Opcode::ReadResponse => {
+            let o = link.tx.orq.remove(0).map_err(|_| RxStop::Term(TermError::LlpInvalidReqResp))?;
+            if let Some(c) = read_done(st, &o, wc::SUCCESS) {
+                let _ = st.complete(true, &c);
+            }
+            Ok(())
+        }
+        Opcode::ReadRequest => {
+            let RdmapHdr::ReadRequest(rr) = h.rdmap else {
+                return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
+            };
+            // O2: serving a Read needs REMOTE_READ on the region. (QP access flags are
+            // not checked, as by the C siw: librdmacm leaves them unset on iWARP.)
+            let mr = qp.tables.mr(rr.src_stag).ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
+            mr.check(qp.pd, rr.src_to, rr.size, access::REMOTE_READ)
+                .map_err(|e| RxStop::Term(read_err(e)))?;
+            let ird = usize::from(link.params.ird);
+            if link.tx.irq.len() >= ird {
+                return Err(RxStop::Term(TermError::RdmapCatastrophicStream));
+            }
+            link.tx
+                .irq
+                .push_within_capacity(rr)
+                .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
+            Ok(())
+        }
+        Opcode::Terminate => Err(RxStop::PeerTerminated),
+        _ => Ok(()),
+    }
+}
+
+/// Takes the next posted receive (`siw_rqe_get()`): the slot must be exactly VALID.
+fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
+    let rq = qp.rq.as_ref()?;
+    let off = rq.offset(st.rq_get, RQE_SIZE);
+    let flags = rq.mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
+    if flags.load(Ordering::Acquire) != crate::ib::object::wqe::VALID {
+        return None;
+    }
+    let rqe: Rqe = rq.mem.read(off)?;
+    flags.store(0, Ordering::Release);
+    st.rq_get = st.rq_get.wrapping_add(1);
+    let nsge = usize::from(rqe.num_sge).min(qp.rq_max_sges as usize).min(6);
+    Some(RxSend {
+        id: rqe.id,
+        sges: rqe.sge,
+        nsge,
+        len: 0,
+        status: None,
+    })
+}

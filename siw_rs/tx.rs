@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transmit engine: send queue elements, Read Responses and Terminates into FPDUs.
+//!
+//! One work element is active at a time; it is cut into FPDUs by the protocol core's
+//! [`Segmenter`], and each FPDU goes to TCP as header, payload pieces and trailer without
+//! copying the payload: the pieces point into the registered pages (or the inline data).
+//! Sends never block: when TCP's buffer is full, the FPDU stays half sent and the socket's
+//! write-space callback brings the work back.
+
+use crate::{
+    cq::Completion,
+    ib::{
+        object::{op, wc, wqe, MAX_INLINE, SQE_SIZE},
+        sock::{IoVec, KernelCrc, Socket, MAX_IOV},
+    },
+    mr::{MrCore, LOCAL_READ, LOCAL_WRITE},
+    proto::{
+        crc::Crc32c,
+        fpdu::{mulpdu, trailer},
+        rdmap::{build_terminate, Opcode, ReadRequest, RdmapHdr, MAX_HDR_LEN},
+        segment::{Message, Segmenter, Target},
+        error::TermError,
+        ddp::{QN_READ_REQUEST, QN_SEND},
+    },
+    qp::{sq_completion, QpCore, QpState, Sqe, OK, WQE_FLAGS},
+};
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
+
+/// Largest FPDU payload siw_rs builds: an FPDU then spans few pages, so its pieces fit one
+/// `sendmsg` (and at most one MSS on Ethernet, as the C siw's default).
+const MAX_FPDU: u32 = 16 * 1024;
+
+/// Room for any header we send: the largest is a Terminate with copied headers.
+const HDR_BUF: usize = 96;
+
+/// Inline data offset in an SQE (`sge[1]`).
+const INLINE_OFF: usize = 40;
+
+/// An outstanding RDMA Read of ours.
+#[derive(Clone, Copy)]
+pub(crate) struct OrqEntry {
+    pub(crate) id: u64,
+    pub(crate) signalled: bool,
+    pub(crate) sink_stag: u32,
+    pub(crate) sink_to: u64,
+    pub(crate) len: u32,
+}
+
+/// Where an active element's payload comes from.
+enum Source {
+    /// Registered memory: up to six (region, offset, length) pieces.
+    Sges { parts: [Option<(Arc<MrCore>, usize, u32)>; 6] },
+    /// Inline data copied out of the SQE.
+    Inline { data: [u8; MAX_INLINE as usize], len: usize },
+    /// No payload.
+    None,
+}
+
+/// The active element.
+struct Active {
+    seg: Segmenter,
+    src: Source,
+    /// Completion to report once the last FPDU is out: (id, opcode, bytes).
+    done: Option<(u64, u8, u32)>,
+    /// A Terminate: close after sending.
+    term: bool,
+}
+
+/// An FPDU being handed to TCP.
+struct Fpdu {
+    hdr: [u8; HDR_BUF],
+    hdr_len: usize,
+    pay_off: u32,
+    pay_len: u32,
+    trailer: [u8; 7],
+    tr_len: usize,
+    sent: usize,
+    total: usize,
+    last: bool,
+}
+
+/// Transmit state of a connection.
+pub(crate) struct TxState {
+    active: Option<Active>,
+    fpdu: Option<Fpdu>,
+    /// The last MSN used on QN 0 (Send) and QN 1 (Read Request).
+    msn: [u32; 2],
+    /// Our Reads awaiting their responses, oldest first.
+    pub(crate) orq: KVec<OrqEntry>,
+    /// The peer's Reads to answer, oldest first.
+    pub(crate) irq: KVec<ReadRequest>,
+    /// A Terminate to send (the raw header that caused it, as far as known).
+    term: Option<(TermError, [u8; MAX_HDR_LEN], usize)>,
+}
+
+/// Why transmission stopped for good.
+pub(crate) enum TxStop {
+    /// A Terminate was sent: close.
+    Terminated,
+    /// The socket failed, or a work element was bad (it completed with an error).
+    Failed,
+}
+
+impl TxState {
+    /// An idle engine for a connection with IRD/ORD limits.
+    pub(crate) fn new(ird: u16, ord: u16) -> Result<Self> {
+        Ok(Self {
+            active: None,
+            fpdu: None,
+            msn: [0, 0],
+            orq: KVec::with_capacity(usize::from(ord).max(1), GFP_KERNEL)?,
+            irq: KVec::with_capacity(usize::from(ird).max(1), GFP_KERNEL)?,
+            term: None,
+        })
+    }
+
+    /// Nothing is being sent.
+    pub(crate) fn idle(&self) -> bool {
+        self.active.is_none() && self.fpdu.is_none()
+    }
+
+    /// Work taken from the queues but not completed, as (id, opcode), for flushing.
+    pub(crate) fn take_pending(&mut self) -> KVec<Option<(u64, u8)>> {
+        let mut v = KVec::new();
+        if let Some(a) = self.active.take() {
+            if let Some((id, opcode, _)) = a.done {
+                let _ = v.push(Some((id, opcode)), GFP_ATOMIC);
+            }
+        }
+        self.fpdu = None;
+        for o in self.orq.drain_all() {
+            let _ = v.push(Some((o.id, op::READ)), GFP_ATOMIC);
+        }
+        v
+    }
+
+    /// Queues a Terminate for `err`, found in the FPDU whose header is `raw`.
+    pub(crate) fn terminate(&mut self, err: TermError, raw: &[u8]) {
+        if self.term.is_none() {
+            let mut h = [0u8; MAX_HDR_LEN];
+            let n = raw.len().min(MAX_HDR_LEN);
+            if let (Some(d), Some(s)) = (h.get_mut(..n), raw.get(..n)) {
+                d.copy_from_slice(s);
+            }
+            self.term = Some((err, h, n));
+        }
+    }
+}
+
+fn next_msn(msn: &mut u32) -> u32 {
+    *msn = msn.wrapping_add(1);
+    *msn
+}
+
+/// Runs the engine until it has nothing to send or TCP's buffer is full.
+pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), TxStop> {
+    loop {
+        let Some(link) = st.link.as_mut() else {
+            return Ok(());
+        };
+        let crc = link.params.crc;
+        let tx = &mut link.tx;
+        if let Some(f) = tx.fpdu.as_mut() {
+            let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
+            let mut iov = [IoVec::new(&[]); MAX_IOV];
+            let mut n = 0usize;
+            push(&mut iov, &mut n, IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])))?;
+            payload(&a.src, f.pay_off, f.pay_len, &mut |v| push(&mut iov, &mut n, v))?;
+            push(&mut iov, &mut n, IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])))?;
+            match sock.send(iov.get(..n).unwrap_or(&[]), f.sent, false, false) {
+                Ok(k) => f.sent = f.sent.saturating_add(k),
+                Err(e) if e == EAGAIN => return Ok(()),
+                Err(_) => return Err(TxStop::Failed),
+            }
+            if f.sent < f.total {
+                // TCP's buffer is full; the write-space callback resumes us.
+                return Ok(());
+            }
+            let last = f.last;
+            tx.fpdu = None;
+            if last {
+                let a = tx.active.take().ok_or(TxStop::Failed)?;
+                if a.term {
+                    return Err(TxStop::Terminated);
+                }
+                if let Some((id, opcode, bytes)) = a.done {
+                    let c = sq_completion(st, id, opcode, OK, bytes);
+                    let _ = st.complete(true, &c);
+                }
+            }
+            continue;
+        }
+        if let Some(a) = tx.active.as_mut() {
+            let Some(seg) = a.seg.next() else {
+                tx.active = None;
+                continue;
+            };
+            let mut f = Fpdu {
+                hdr: [0; HDR_BUF],
+                hdr_len: seg.header().len(),
+                pay_off: seg.payload_offset,
+                pay_len: seg.payload_len,
+                trailer: [0; 7],
+                tr_len: 0,
+                sent: 0,
+                total: 0,
+                last: seg.last,
+            };
+            if let Some(d) = f.hdr.get_mut(..f.hdr_len) {
+                d.copy_from_slice(seg.header());
+            }
+            let mut c = KernelCrc::new();
+            if crc {
+                c.update(seg.header());
+                payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
+                    c = KernelCrc::from_state(v.crc32c(c.state()));
+                    Ok(())
+                })?;
+                c.update(&[0u8; 4][..seg.pad]);
+            }
+            let (t, tl) = trailer(seg.pad, if crc { c.value() } else { 0 });
+            f.trailer = t;
+            f.tr_len = tl;
+            f.total = f.hdr_len + f.pay_len as usize + tl;
+            tx.fpdu = Some(f);
+            continue;
+        }
+        let mss = sock.mss().clamp(256, MAX_FPDU);
+        let mul = mulpdu(mss, false);
+        if let Some((err, raw, n)) = tx.term.take() {
+            let mut buf = [0u8; HDR_BUF];
+            let len = build_terminate(&mut buf, 1, err, raw.get(..n)).map_err(|_| TxStop::Failed)?;
+            // The Terminate is sent as a one-FPDU message through the segmenter's framing
+            // rules: copy the prebuilt header and frame it here.
+            let hdr_len = len.min(HDR_BUF);
+            let mut hdr = [0u8; HDR_BUF];
+            if let (Some(d), Some(s)) = (hdr.get_mut(..hdr_len), buf.get(..hdr_len)) {
+                d.copy_from_slice(s);
+            }
+            let ulpdu = u16::try_from(hdr_len.saturating_sub(2)).unwrap_or(0);
+            if let Some(l) = hdr.get_mut(..2) {
+                l.copy_from_slice(&ulpdu.to_be_bytes());
+            }
+            let pad = (4 - ((hdr_len) & 3)) & 3;
+            let mut c = KernelCrc::new();
+            c.update(hdr.get(..hdr_len).unwrap_or(&[]));
+            c.update(&[0u8; 4][..pad]);
+            let (t, tl) = trailer(pad, if crc { c.value() } else { 0 });
+            let seg = Segmenter::new(
+                Message {
+                    opcode: Opcode::Send,
+                    target: Target::Untagged { qn: QN_SEND, msn: 0, rsvd_ulp: 0 },
+                    rdmap: RdmapHdr::None,
+                    len: 0,
+                },
+                mul,
+            )
+            .map_err(|_| TxStop::Failed)?;
+            tx.active = Some(Active { seg, src: Source::None, done: None, term: true });
+            tx.fpdu = Some(Fpdu {
+                hdr,
+                hdr_len,
+                pay_off: 0,
+                pay_len: 0,
+                trailer: t,
+                tr_len: tl,
+                sent: 0,
+                total: hdr_len + tl,
+                last: true,
+            });
+            continue;
+        }
+        if !tx.irq.is_empty() {
+            let rr = tx.irq.remove(0).map_err(|_| TxStop::Failed)?;
+            let mr = qp.tables.mr(rr.src_stag).ok_or(TxStop::Failed)?;
+            let off = mr
+                .check(qp.pd, rr.src_to, rr.size, 0)
+                .map_err(|_| TxStop::Failed)?;
+            let seg = Segmenter::new(
+                Message {
+                    opcode: Opcode::ReadResponse,
+                    target: Target::Tagged { stag: rr.sink_stag, to: rr.sink_to },
+                    rdmap: RdmapHdr::None,
+                    len: rr.size,
+                },
+                mul,
+            )
+            .map_err(|_| TxStop::Failed)?;
+            let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
+            parts[0] = Some((mr, off, rr.size));
+            tx.active = Some(Active { seg, src: Source::Sges { parts }, done: None, term: false });
+            continue;
+        }
+        // The next send queue element, if the user posted one.
+        let off = qp.sq.offset(st.sq_get, SQE_SIZE);
+        let Some(flags) = qp.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
+            return Ok(());
+        };
+        if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
+            return Ok(());
+        }
+        let sqe: Sqe = qp.sq.mem.read(off).ok_or(TxStop::Failed)?;
+        let Some(link) = st.link.as_mut() else {
+            return Ok(());
+        };
+        let ord = usize::from(link.params.ord);
+        let tx = &mut link.tx;
+        // A fenced element waits for our Reads to complete; a Read waits for room in the
+        // ORQ (the peer's IRD).
+        if sqe.flags & wqe::READ_FENCE != 0 && !tx.orq.is_empty() {
+            return Ok(());
+        }
+        if sqe.opcode == op::READ && ord > 0 && tx.orq.len() >= ord {
+            return Ok(());
+        }
+        let inline = if sqe.flags & wqe::INLINE != 0 {
+            qp.sq.mem.read::<[u8; MAX_INLINE as usize]>(off.saturating_add(INLINE_OFF))
+        } else {
+            None
+        };
+        // The slot is the user's again once we hold a copy (the C siw releases at activation).
+        flags.store(0, Ordering::Release);
+        st.sq_get = st.sq_get.wrapping_add(1);
+        let signalled = sqe.flags & wqe::SIGNALLED != 0 || qp.sig_all;
+        match activate(qp, st, &sqe, inline, mul, signalled) {
+            Ok(()) => {}
+            Err(status) => {
+                // A bad element completes with an error, and the QP goes to ERROR.
+                let c = sq_completion(st, sqe.id, sqe.opcode, status, 0);
+                let _ = st.complete(true, &c);
+                return Err(TxStop::Failed);
+            }
+        }
+    }
+}
+
+fn push<'a>(iov: &mut [IoVec<'a>; MAX_IOV], n: &mut usize, v: IoVec<'a>) -> Result<(), TxStop> {
+    if v.len() == 0 {
+        return Ok(());
+    }
+    *iov.get_mut(*n).ok_or(TxStop::Failed)? = v;
+    *n += 1;
+    Ok(())
+}
+
+/// Calls `f` on the pieces of `len` payload bytes at message offset `off`.
+fn payload<'a>(
+    src: &'a Source,
+    off: u32,
+    len: u32,
+    f: &mut dyn FnMut(IoVec<'a>) -> Result<(), TxStop>,
+) -> Result<(), TxStop> {
+    if len == 0 {
+        return Ok(());
+    }
+    match src {
+        Source::None => Err(TxStop::Failed),
+        Source::Inline { data, len: dl } => {
+            let s = off as usize;
+            let e = s.saturating_add(len as usize);
+            if e > *dl {
+                return Err(TxStop::Failed);
+            }
+            f(IoVec::new(data.get(s..e).ok_or(TxStop::Failed)?))
+        }
+        Source::Sges { parts } => {
+            let mut skip = off;
+            let mut left = len;
+            for (mr, base, plen) in parts.iter().flatten() {
+                if left == 0 {
+                    break;
+                }
+                if skip >= *plen {
+                    skip = skip.wrapping_sub(*plen);
+                    continue;
+                }
+                let n = plen.wrapping_sub(skip).min(left);
+                let mut err = false;
+                mr.pages
+                    .iovecs(base.saturating_add(skip as usize), n as usize, |v| {
+                        f(v).map_err(|_| {
+                            err = true;
+                            EINVAL
+                        })
+                    })
+                    .map_err(|_| TxStop::Failed)?;
+                if err {
+                    return Err(TxStop::Failed);
+                }
+                left = left.wrapping_sub(n);
+                skip = 0;
+            }
+            if left == 0 {
+                Ok(())
+            } else {
+                Err(TxStop::Failed)
+            }
+        }
+    }
+}
+
+/// Validates a send queue element and makes it the active one. On error returns the
+/// completion status to report.
+fn activate(
+    qp: &QpCore,
+    st: &mut QpState,
+    sqe: &Sqe,
+    inline: Option<[u8; MAX_INLINE as usize]>,
+    mul: u16,
+    signalled: bool,
+) -> Result<(), u16> {
+    let nsge = usize::from(sqe.num_sge);
+    if nsge > qp.sq_max_sges as usize || nsge > sqe.sge.len() {
+        return Err(wc::LOC_QP_OP_ERR);
+    }
+    // Only these operations may come from a user's send queue (O1: nothing kernel-only).
+    let (opcode, target) = match sqe.opcode {
+        op::WRITE => (Opcode::RdmaWrite, Target::Tagged { stag: sqe.rkey, to: sqe.raddr }),
+        op::SEND | op::SEND_REMOTE_INV | op::READ => (Opcode::Send, Target::Tagged { stag: 0, to: 0 }),
+        _ => return Err(wc::LOC_QP_OP_ERR),
+    };
+    let link = st.link.as_mut().ok_or(wc::LOC_QP_OP_ERR)?;
+    let ord = link.params.ord;
+    let tx = &mut link.tx;
+    let solicited = sqe.flags & wqe::SOLICITED != 0;
+    if sqe.opcode == op::READ {
+        if inline.is_some() || nsge != 1 || sqe.flags & wqe::READ_FENCE != 0 || ord == 0 {
+            return Err(wc::LOC_QP_OP_ERR);
+        }
+        let sink = sqe.sge[0];
+        // The sink must be writable memory of this PD (checked again per response).
+        let mr = qp.tables.mr(sink.lkey).ok_or(wc::LOC_PROT_ERR)?;
+        mr.check(qp.pd, sink.laddr, sink.length, LOCAL_WRITE)
+            .map_err(|_| wc::LOC_PROT_ERR)?;
+        let rr = ReadRequest {
+            sink_stag: sink.lkey,
+            sink_to: sink.laddr,
+            size: sink.length,
+            src_stag: sqe.rkey,
+            src_to: sqe.raddr,
+        };
+        let msn = next_msn(&mut tx.msn[1]);
+        let seg = Segmenter::new(
+            Message {
+                opcode: Opcode::ReadRequest,
+                target: Target::Untagged { qn: QN_READ_REQUEST, msn, rsvd_ulp: 0 },
+                rdmap: RdmapHdr::ReadRequest(rr),
+                len: 0,
+            },
+            mul,
+        )
+        .map_err(|_| wc::LOC_QP_OP_ERR)?;
+        tx.orq
+            .push_within_capacity(OrqEntry {
+                id: sqe.id,
+                signalled,
+                sink_stag: sink.lkey,
+                sink_to: sink.laddr,
+                len: sink.length,
+            })
+            .map_err(|_| wc::LOC_QP_OP_ERR)?;
+        tx.active = Some(Active { seg, src: Source::None, done: None, term: false });
+        return Ok(());
+    }
+    let (src, len) = if let Some(data) = inline {
+        let len = sqe.sge[0].length;
+        if len > MAX_INLINE || !matches!(sqe.opcode, op::SEND | op::WRITE) {
+            return Err(wc::LOC_QP_OP_ERR);
+        }
+        (Source::Inline { data, len: len as usize }, len)
+    } else {
+        let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
+        let mut total = 0u32;
+        for (i, s) in sqe.sge.iter().take(nsge).enumerate() {
+            if s.length == 0 {
+                continue;
+            }
+            let mr = qp.tables.mr(s.lkey).ok_or(wc::LOC_PROT_ERR)?;
+            let off = mr
+                .check(qp.pd, s.laddr, s.length, LOCAL_READ)
+                .map_err(|_| wc::LOC_PROT_ERR)?;
+            total = total.checked_add(s.length).ok_or(wc::LOC_LEN_ERR)?;
+            if let Some(p) = parts.get_mut(i) {
+                *p = Some((mr, off, s.length));
+            }
+        }
+        (Source::Sges { parts }, total)
+    };
+    let (opcode, target) = match sqe.opcode {
+        op::SEND | op::SEND_REMOTE_INV => {
+            let inv = sqe.opcode == op::SEND_REMOTE_INV;
+            let opc = match (inv, solicited) {
+                (false, false) => Opcode::Send,
+                (false, true) => Opcode::SendSe,
+                (true, false) => Opcode::SendInvalidate,
+                (true, true) => Opcode::SendSeInvalidate,
+            };
+            let msn = next_msn(&mut tx.msn[0]);
+            let rsvd_ulp = if inv { sqe.rkey } else { 0 };
+            (opc, Target::Untagged { qn: QN_SEND, msn, rsvd_ulp })
+        }
+        _ => (opcode, target),
+    };
+    let seg = Segmenter::new(
+        Message { opcode, target, rdmap: RdmapHdr::None, len },
+        mul,
+    )
+    .map_err(|_| wc::LOC_LEN_ERR)?;
+    let done = signalled.then_some((sqe.id, sqe.opcode, len));
+    tx.active = Some(Active { seg, src, done, term: false });
+    Ok(())
+}
+
+/// The completion of a finished Read of ours.
+pub(crate) fn read_done(st: &QpState, o: &OrqEntry, status: u16) -> Option<Completion> {
+    (o.signalled || status != OK).then(|| sq_completion(st, o.id, op::READ, status, o.len))
+}
