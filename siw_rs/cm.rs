@@ -418,12 +418,12 @@ impl Ep {
                 n
             });
             match &stop {
-                Some(RxStop::Term(e)) => pr_info!("siw_rs: rx term {:?}\n", e),
-                Some(RxStop::PeerTerminated) => pr_info!("siw_rs: peer terminated\n"),
+                Some(RxStop::Term(e)) => pr_debug!("siw_rs: rx term {:?}\n", e),
+                Some(RxStop::PeerTerminated) => pr_debug!("siw_rs: peer terminated\n"),
                 None => {}
             }
             if let Err(e) = &r {
-                pr_info!("siw_rs: read error {:?}\n", e);
+                pr_debug!("siw_rs: read error {:?}\n", e);
             }
             match stop {
                 Some(RxStop::Term(e)) => {
@@ -447,7 +447,7 @@ impl Ep {
                     Ok(()) => {}
                     Err(TxStop::Terminated) => how = Some(How::Error),
                     Err(TxStop::Failed) => {
-                        pr_info!("siw_rs: tx failed\n");
+                        pr_debug!("siw_rs: tx failed\n");
                         how = Some(How::Error)
                     }
                 }
@@ -467,7 +467,7 @@ impl Ep {
         if prev == Phase::Closed {
             return;
         }
-        pr_info!("siw_rs: close {:?} how {}\n", prev, how as u8);
+        pr_debug!("siw_rs: close {:?} how {}\n", prev, how as u8);
         g.phase = Phase::Closed;
         if let Some(qp) = g.qp.take() {
             let mut st = qp.st.lock();

@@ -91,3 +91,24 @@ two_hosts_down() {
 # on_a CMD... / on_b CMD...: run in host A / B.
 on_a() { ip netns exec hostA "$@"; }
 on_b() { ip netns exec hostB "$@"; }
+
+# rping_sizes N SIZE...: for each SIZE, an rping -V server on host B and client on host A,
+# N iterations; every ping's data is verified by rping on both sides, and the client must
+# report N verified pings.
+rping_sizes() {
+	local count=$1 size out n srv
+	shift
+	for size in "$@"; do
+		on_b timeout 120 rping -s -a 192.168.77.2 -C "$count" -S "$size" -V >/tmp/rping-s.out 2>&1 &
+		srv=$!
+		sleep 1
+		if ! out=$(on_a timeout 120 rping -c -a 192.168.77.2 -C "$count" -S "$size" -V -v 2>&1); then
+			wait $srv || true
+			fail "rping client, size $size: $out; server: $(cat /tmp/rping-s.out)"
+		fi
+		wait $srv || fail "rping server, size $size: $(cat /tmp/rping-s.out)"
+		n=$(grep -c '^ping data' <<<"$out" || true)
+		[ "$n" = "$count" ] || fail "size $size: $n of $count pings verified: $out; server: $(cat /tmp/rping-s.out)"
+		log "size $size: $count pings verified"
+	done
+}
