@@ -25,10 +25,11 @@ use crate::{
     tx::{self, TxStop},
 };
 use kernel::{
-    impl_has_work, new_work,
+    impl_has_delayed_work, impl_has_work, new_delayed_work, new_work,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
-    workqueue::{Work, WorkItem},
+    time::msecs_to_jiffies,
+    workqueue::{DelayedWork, Work, WorkItem},
 };
 
 /// Where an endpoint is in its life.
@@ -86,12 +87,37 @@ pub(crate) struct Ep {
     tables: Arc<Tables>,
     #[pin]
     work: Work<Ep>,
+    /// The MPA exchange's deadline.
+    #[pin]
+    timeout: DelayedWork<Ep, 1>,
     #[pin]
     inner: Mutex<Inner>,
 }
 
 impl_has_work! {
     impl HasWork<Self> for Ep { self.work }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, 1> for Ep { self.timeout }
+}
+
+/// How long a responder waits for the MPA request (the C siw's `MPAREQ_TIMEOUT`).
+const MPA_REQUEST_TIMEOUT_MS: u32 = 5000;
+/// How long an initiator waits for the MPA reply (the C siw's `MPAREP_TIMEOUT`).
+const MPA_REPLY_TIMEOUT_MS: u32 = 10000;
+
+impl WorkItem<1> for Ep {
+    type Pointer = Arc<Ep>;
+
+    fn run(this: Arc<Ep>) {
+        work::timer_done();
+        let mut g = this.inner.lock();
+        if matches!(g.phase, Phase::AwaitRequest | Phase::AwaitReply) {
+            pr_debug!("siw_rs: MPA timeout in {:?}\n", g.phase);
+            this.close_locked(&mut g, How::Error);
+        }
+    }
 }
 
 impl WorkItem for Ep {
@@ -112,9 +138,18 @@ impl SockEvents for Ep {
     }
 }
 
-/// The MPA policy: the C siw's defaults (rev 2, no CRC unless the peer asks, no markers).
-fn policy(ird: u32, ord: u32) -> MpaPolicy {
+/// The MPA policy: the C siw's defaults (rev 2, no CRC unless the peer asks, no markers),
+/// with the module parameters applied.
+fn base_policy() -> MpaPolicy {
     let mut p = MpaPolicy::c_siw();
+    p.crc = crate::module_parameters::mpa_crc_required.value();
+    p.revision = if crate::module_parameters::mpa_revision.value() == 1 { 1 } else { 2 };
+    p
+}
+
+/// [`base_policy`] with the ULP's IRD and ORD.
+fn policy(ird: u32, ord: u32) -> MpaPolicy {
+    let mut p = base_policy();
     p.ird = u16::try_from(ird).unwrap_or(u16::MAX).min(p.max_ird);
     p.ord = u16::try_from(ord).unwrap_or(u16::MAX).min(p.max_ord);
     p
@@ -128,7 +163,7 @@ impl Ep {
     fn new(
         tables: Arc<Tables>,
         phase: Phase,
-        sock: Socket,
+        sock: Option<Socket>,
         listener: Option<Arc<Ep>>,
     ) -> Result<Arc<Self>> {
         let mpa = KBox::new(MpaReader::new(PD_MAX_SIW + 4), GFP_KERNEL)?;
@@ -144,14 +179,15 @@ impl Ep {
                 sk: SkCtx::new(),
                 tables,
                 work <- new_work!("Ep::work"),
+                timeout <- new_delayed_work!("Ep::timeout"),
                 inner <- Mutex::new(Inner {
                     phase,
-                    sock: Some(sock),
+                    sock,
                     cm: None,
                     listener,
                     qp: None,
                     mpa,
-                    policy: MpaPolicy::c_siw(),
+                    policy: base_policy(),
                     sent: None,
                 }, name, class),
             }),
@@ -163,7 +199,17 @@ impl Ep {
     pub(crate) fn kick(self: &Arc<Self>) {
         if let Some(q) = work::queue() {
             // Already queued: that run will see the news too.
-            let _ = q.enqueue(self.clone());
+            let _ = q.enqueue::<_, 0>(self.clone());
+        }
+    }
+
+    /// Closes the endpoint if the MPA exchange has not finished within `ms`.
+    fn arm_timeout(self: &Arc<Self>, ms: u32) {
+        if let Some(q) = work::queue() {
+            work::timer_armed();
+            if q.enqueue_delayed::<_, 1>(self.clone(), msecs_to_jiffies(ms)).is_err() {
+                work::timer_done();
+            }
         }
     }
 
@@ -184,6 +230,7 @@ impl Ep {
                     // The new connections' locks are taken without the listener's.
                     for child in children {
                         child.attach(&child.inner.lock());
+                        child.arm_timeout(MPA_REQUEST_TIMEOUT_MS);
                         child.kick();
                     }
                     return;
@@ -225,7 +272,7 @@ impl Ep {
     }
 
     fn new_child(tables: Arc<Tables>, s: Socket, listener: Arc<Ep>) -> Result<Arc<Self>> {
-        Ep::new(tables, Phase::AwaitRequest, s, Some(listener))
+        Ep::new(tables, Phase::AwaitRequest, Some(s), Some(listener))
     }
 
     /// Reads MPA bytes; returns true when the phase moved on and processing may continue.
@@ -272,10 +319,13 @@ impl Ep {
             self.close_locked(g, How::Error);
             return;
         };
-        let pol = MpaPolicy::c_siw();
-        let (ird, ord) = frame
-            .ird_ord
-            .map_or((0, 0), |io| (clamp_u8(io.ord.min(pol.max_ird)), clamp_u8(io.ird.min(pol.max_ord))));
+        let pol = base_policy();
+        // The peer's IRD bounds our ORD and its ORD is our IRD need (RFC 6581). A revision 1
+        // request says nothing: offer one Read each way, which any peer can take (the C
+        // siw reports 0, and a ULP that accepts with those values cannot Read at all).
+        let (ird, ord) = frame.ird_ord.map_or((1, 1), |io| {
+            (clamp_u8(io.ord.min(pol.max_ird)), clamp_u8(io.ird.min(pol.max_ord)))
+        });
         match negotiate_responder(&pol, &frame) {
             Ok(_) => {}
             Err(rej) => {
@@ -538,7 +588,7 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         return Err(EINVAL);
     }
     let s = sock::connect(&cm)?;
-    let ep = Ep::new(d.tables.clone(), Phase::AwaitReply, s, None)?;
+    let ep = Ep::new(d.tables.clone(), Phase::AwaitReply, Some(s), None)?;
     let pol = policy(p.ird, p.ord);
     let (header, ird_ord) = build_request(&pol);
     let mut private_data = KVec::new();
@@ -570,6 +620,7 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     }
     g.cm = Some(cm);
     drop(g);
+    ep.arm_timeout(MPA_REPLY_TIMEOUT_MS);
     ep.kick();
     Ok(())
 }

@@ -211,11 +211,23 @@ int siw_rs_sock_listen(struct iw_cm_id *id, int backlog, struct socket **out)
 		ipv4_is_zeronet(((struct sockaddr_in *)laddr)->sin_addr.s_addr) :
 		ipv6_addr_any(&((struct sockaddr_in6 *)laddr)->sin6_addr);
 	if (any) {
-		/* A wildcard listen only serves this device's netdev (as the C siw). */
+		/*
+		 * A wildcard listen only serves this device's netdev (as the C siw). When
+		 * that netdev lives in another network namespace than the listener, no
+		 * connection can reach it from here: listen on nothing (return 1), rather
+		 * than binding to whatever has the same ifindex in this namespace (which
+		 * the C siw does, making wildcard listens across namespaces collide).
+		 */
 		ndev = ib_device_get_netdev(id->device, 1);
 		if (!ndev) {
 			rv = -ENODEV;
 			goto err;
+		}
+		if (!net_eq(dev_net(ndev), sock_net(s->sk))) {
+			dev_put(ndev);
+			sock_release(s);
+			*out = NULL;
+			return 1;
 		}
 		s->sk->sk_bound_dev_if = ndev->ifindex;
 		dev_put(ndev);

@@ -51,6 +51,7 @@ use crate::{
     },
     queue::Ring,
     rx::RxState,
+    srq::SrqShared,
     table::Tables,
     tx::TxState,
 };
@@ -192,6 +193,8 @@ pub(crate) struct QpCore {
     pub(crate) rq: Option<Ring>,
     pub(crate) sq_max_sges: u32,
     pub(crate) rq_max_sges: u32,
+    /// The SRQ receives come from, when the QP has one.
+    pub(crate) srq: Option<Arc<SrqShared>>,
     pub(crate) sig_all: bool,
     pub(crate) kernel: bool,
     /// The device's lookup tables (memory regions).
@@ -283,6 +286,7 @@ impl SiwQp {
                 rq,
                 sq_max_sges: cap.max_send_sge,
                 rq_max_sges: cap.max_recv_sge,
+                srq: attr.srq.map(|s| s.data().shared.clone()),
                 sig_all,
                 kernel,
                 tables: dev.tables.clone(),
@@ -350,13 +354,17 @@ impl SiwQp {
     }
 
     /// The SQ doorbell (`siw_post_send()` without work requests): in RTS, let the
-    /// connection's work process the send queue; in ERROR there is nothing to do (the C siw
-    /// flushes the empty list); in any other state the QP is not connected.
+    /// connection's work process the send queue; in ERROR complete what was posted with
+    /// flush errors (the C siw leaves it in the queue, uncompleted); in any other state the
+    /// QP is not connected.
     pub(crate) fn doorbell(&self) -> Result {
         let ep = {
-            let st = self.core.st.lock();
+            let mut st = self.core.st.lock();
             match st.state {
-                State::Error => return Ok(()),
+                State::Error => {
+                    self.core.flush_sq(&mut st);
+                    return Ok(());
+                }
                 State::Rts => st.ep.clone(),
                 _ => return Err(ENOTCONN),
             }

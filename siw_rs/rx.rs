@@ -285,7 +285,9 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
 
 /// Takes the next posted receive (`siw_rqe_get()`): the slot must be exactly VALID.
 fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
-    let rq = qp.rq.as_ref()?;
+    let Some(rq) = qp.rq.as_ref() else {
+        return take_srqe(qp);
+    };
     let off = rq.offset(st.rq_get, RQE_SIZE);
     let flags = rq.mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
     if flags.load(Ordering::Acquire) != crate::ib::object::wqe::VALID {
@@ -295,6 +297,28 @@ fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
     flags.store(0, Ordering::Release);
     st.rq_get = st.rq_get.wrapping_add(1);
     let nsge = usize::from(rqe.num_sge).min(qp.rq_max_sges as usize).min(6);
+    Some(RxSend {
+        id: rqe.id,
+        sges: rqe.sge,
+        nsge,
+        len: 0,
+        status: None,
+    })
+}
+
+/// Takes the next receive of the QP's SRQ.
+fn take_srqe(qp: &QpCore) -> Option<RxSend> {
+    let srq = qp.srq.as_ref()?;
+    let mut get = srq.get.lock();
+    let off = srq.offset(*get);
+    let flags = srq.mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
+    if flags.load(Ordering::Acquire) != crate::ib::object::wqe::VALID {
+        return None;
+    }
+    let rqe: Rqe = srq.mem.read(off)?;
+    flags.store(0, Ordering::Release);
+    *get = get.wrapping_add(1);
+    let nsge = usize::from(rqe.num_sge).min(srq.max_sge as usize).min(6);
     Some(RxSend {
         id: rqe.id,
         sges: rqe.sge,

@@ -36,6 +36,20 @@ module! {
     description: "Software iWARP RDMA driver (Rust)",
     license: "GPL",
     alias: ["rdma-link-siw_rs"],
+    params: {
+        mpa_crc_required: bool {
+            default: false,
+            description: "Use the MPA CRC on every connection: ask for it as initiator, insist on it as responder (default: only when the peer asks, as the C siw)",
+        },
+        mpa_revision: u32 {
+            default: 2,
+            description: "MPA revision to offer: 2 (RFC 6581, IRD/ORD negotiation; default) or 1",
+        },
+        max_fpdu: u32 {
+            default: 0,
+            description: "Largest FPDU payload in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384",
+        },
+    },
 }
 
 /// The module: its registrations, torn down in field order on unload.

@@ -31,10 +31,38 @@ use core::sync::atomic::{
     AtomicU32,
     Ordering, //
 };
-use kernel::prelude::*;
+use crate::ib::mem::SharedMem;
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{
+        Arc,
+        Mutex, //
+    },
+};
+
+/// What the QPs attached to an SRQ share: the ring and its consumer index.
+#[pin_data]
+pub(crate) struct SrqShared {
+    pub(crate) mem: Arc<SharedMem>,
+    pub(crate) entries: u32,
+    pub(crate) max_sge: u32,
+    /// The consumer index (free-running), taken by whichever QP receives.
+    #[pin]
+    pub(crate) get: Mutex<u32>,
+}
+
+impl SrqShared {
+    /// The byte offset of the slot `counter` names.
+    pub(crate) fn offset(&self, counter: u32) -> usize {
+        ((counter & self.entries.wrapping_sub(1)) as usize).saturating_mul(RQE_SIZE)
+    }
+}
 
 /// A shared receive queue.
 pub(crate) struct SiwSrq {
+    /// The part receiving QPs use.
+    pub(crate) shared: Arc<SrqShared>,
     /// The receive queue elements.
     pub(crate) ring: Ring,
     /// SGEs per element.
@@ -71,7 +99,18 @@ impl SiwSrq {
         // Like the C siw, report the requested attributes back from create (query_srq
         // shows the rounded size).
         let out = *attr;
+        let (mem, entries) = (ring.mem.clone(), ring.entries);
+        let shared = Arc::pin_init(
+            pin_init!(SrqShared {
+                mem,
+                entries,
+                max_sge: attr.max_sge,
+                get <- new_mutex!(0u32, "SrqShared::get"),
+            }),
+            GFP_KERNEL,
+        )?;
         let srq = Self {
+            shared,
             ring,
             max_sge: attr.max_sge,
             limit: AtomicU32::new(attr.srq_limit),

@@ -227,7 +227,11 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             tx.fpdu = Some(f);
             continue;
         }
-        let mss = sock.mss().clamp(256, MAX_FPDU);
+        let limit = match crate::module_parameters::max_fpdu.value() {
+            0 => MAX_FPDU,
+            n => n.clamp(256, MAX_FPDU),
+        };
+        let mss = sock.mss().clamp(256, limit);
         let mul = mulpdu(mss, false);
         if let Some((err, raw, n)) = tx.term.take() {
             let mut buf = [0u8; HDR_BUF];

@@ -23,7 +23,8 @@ log() { echo "# $*"; }
 # has REGEX TEXT: TEXT contains a line matching the extended REGEX.
 has() { grep -Eq -- "$1" <<<"$2"; }
 
-load_siw_rs() { has '^siw_rs ' "$(lsmod)" || insmod "$SIW_RS_KO"; }
+# SIW_RS_PARAMS: module parameters for insmod (e.g. "mpa_crc_required=1").
+load_siw_rs() { has '^siw_rs ' "$(lsmod)" || insmod "$SIW_RS_KO" ${SIW_RS_PARAMS:-}; }
 unload_siw_rs() { if has '^siw_rs ' "$(lsmod)"; then rmmod siw_rs; fi; }
 load_siw() { has '^siw ' "$(lsmod)" || modprobe siw; }
 unload_siw() { if has '^siw ' "$(lsmod)"; then rmmod siw; fi; }
@@ -63,7 +64,10 @@ two_hosts() {
 	case " $a $b " in *" siw "*) load_siw ;; esac
 	ip netns add hostA
 	ip netns add hostB
-	ip link add va netns hostA type veth peer name vb netns hostB
+	# Distinct ifindexes: the C siw binds a wildcard listen to its netdev's ifindex in the
+	# listener's namespace, so with equal indexes its listener for host A's device would
+	# collide (EADDRINUSE) with host B's device listener (siw_rs's listen is dormant then).
+	ip link add va netns hostA index 77 type veth peer name vb netns hostB index 78
 	# udev gives new veths their persistent MACs; the GID is the MAC at device creation.
 	udevadm settle
 	ip -n hostA addr add 192.168.77.1/24 dev va
@@ -111,4 +115,86 @@ rping_sizes() {
 		[ "$n" = "$count" ] || fail "size $size: $n of $count pings verified: $out; server: $(cat /tmp/rping-s.out)"
 		log "size $size: $count pings verified"
 	done
+}
+
+# perftest_all: each perftest benchmark over rdma_cm (-R), server on host B, client on host
+# A; both must exit 0 and the client must print its result line. (perftest checks
+# completions, not data; the byte checks are rping's and data_verify's.) perftest
+# calibrates the TSC against the wall clock first, which under TCG sometimes fails
+# ("Correlation coefficient ... Can't produce a report") after a good run: only that
+# failure is retried, twice at most.
+perftest_all() {
+	local t out srv try ok
+	for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
+		for try in 1 2 3; do
+			ok=1
+			on_b timeout 180 "$t" -R -d "$DEV_B" -n 100 -s 4096 >/tmp/perf-s.out 2>&1 &
+			srv=$!
+			sleep 2
+			out=$(on_a timeout 180 "$t" -R -d "$DEV_A" -n 100 -s 4096 192.168.77.2 2>&1) || ok=0
+			wait $srv || ok=0
+			[ $ok = 1 ] && break
+			has 'Correlation coefficient' "$out$(cat /tmp/perf-s.out)" || break
+			log "$t: perftest's clock calibration failed (try $try), again"
+		done
+		[ $ok = 1 ] || fail "$t: client: $out; server: $(cat /tmp/perf-s.out)"
+		has '^ *4096 +100 ' "$out" || fail "$t: no result line: $out"
+		log "$t: $(grep -E '^ *4096 +100 ' <<<"$out" | tr -s ' ')"
+	done
+}
+
+# cm_tools: librdmacm's ucmatose and rdma_server/rdma_client, server on host B.
+cm_tools() {
+	local out srv
+	on_b timeout 120 ucmatose -b 192.168.77.2 >/tmp/cm-s.out 2>&1 &
+	srv=$!
+	sleep 1
+	out=$(on_a timeout 120 ucmatose -s 192.168.77.2 -b 192.168.77.1 2>&1) ||
+		{ wait $srv || true; fail "ucmatose client: $out; server: $(cat /tmp/cm-s.out)"; }
+	wait $srv || fail "ucmatose server: $(cat /tmp/cm-s.out)"
+	has 'return status 0' "$out" || fail "ucmatose: $out"
+	on_b timeout 120 rdma_server -s 192.168.77.2 >/tmp/cm-s.out 2>&1 &
+	srv=$!
+	sleep 1
+	out=$(on_a timeout 120 rdma_client -s 192.168.77.2 2>&1) ||
+		{ wait $srv || true; fail "rdma_client: $out; server: $(cat /tmp/cm-s.out)"; }
+	wait $srv || fail "rdma_server: $(cat /tmp/cm-s.out)"
+	has 'rdma_client: end 0' "$out" || fail "rdma_client: $out"
+	has 'rdma_server: end 0' "$(cat /tmp/cm-s.out)" || fail "rdma_server: $(cat /tmp/cm-s.out)"
+	log "ucmatose and rdma_server/rdma_client passed"
+}
+
+# data_verify [SERVER_OPTS -- CLIENT_OPTS]: selftests/data/data_verify.c, server on host B,
+# client on host A; both must exit 0. Prints the client's result lines.
+data_verify() {
+	local sopts=() copts=() out srv
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	copts=("$@")
+	[ -x /tmp/data_verify ] ||
+		gcc -O1 -Wall -Werror -o /tmp/data_verify "$ROOT/selftests/data/data_verify.c" \
+			-libverbs -lrdmacm
+	on_b timeout 300 /tmp/data_verify -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
+	srv=$!
+	sleep 1
+	if ! out=$(on_a timeout 300 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
+		wait $srv || true
+		fail "data_verify client ${copts[*]}: $out; server: $(cat /tmp/dv-s.out)"
+	fi
+	wait $srv || fail "data_verify server ${sopts[*]}: $(cat /tmp/dv-s.out)"
+	echo "$out" | sed 's/^/# /'
+}
+
+# capture_start / capture_frames: record host B's veth with tcpdump, then print the MPA
+# frames seen (selftests/lib/mpa_frames.py).
+capture_start() {
+	on_b tcpdump -i vb -s 0 -U -w /tmp/mpa.pcap 'tcp' >/tmp/tcpdump.out 2>&1 &
+	CAPTURE_PID=$!
+	sleep 2
+}
+capture_frames() {
+	sleep 1
+	kill "$CAPTURE_PID" 2>/dev/null
+	wait "$CAPTURE_PID" 2>/dev/null
+	python3 "$ROOT/selftests/lib/mpa_frames.py" /tmp/mpa.pcap
 }

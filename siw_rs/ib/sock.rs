@@ -303,13 +303,18 @@ unsafe extern "C" fn event<E: SockEvents>(data: *const c_void, what: i32) {
     E::sock_event(owner, u32::try_from(what).unwrap_or(0));
 }
 
-/// Opens a socket listening on the address of `id`.
-pub(crate) fn listen(id: &super::cm::CmId, backlog: i32) -> Result<Socket> {
+/// Opens a socket listening on the address of `id`; `None` when the address is a wildcard
+/// and the device's netdev is in another network namespace (nothing to listen on).
+pub(crate) fn listen(id: &super::cm::CmId, backlog: i32) -> Result<Option<Socket>> {
     let mut s = core::ptr::null_mut();
     // SAFETY: `id` is a live cm_id; `s` is a valid out pointer.
-    to_result(unsafe { bindings::siw_rs_sock_listen(id.as_ptr(), backlog, &mut s) })?;
+    let r = unsafe { bindings::siw_rs_sock_listen(id.as_ptr(), backlog, &mut s) };
+    to_result(r)?;
+    if r == 1 {
+        return Ok(None);
+    }
     // SAFETY: Success: `s` is a new socket we own.
-    unsafe { Socket::from_raw(s) }
+    unsafe { Socket::from_raw(s) }.map(Some)
 }
 
 /// Connects (blocking) from `id`'s local to its remote address.

@@ -6,11 +6,25 @@
 use super::bindings;
 use core::sync::atomic::{
     AtomicPtr,
+    AtomicUsize,
     Ordering, //
 };
 use kernel::{prelude::*, workqueue::Queue};
 
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Delayed work whose timer may still be pending: the workqueue must outlive it.
+static TIMERS: AtomicUsize = AtomicUsize::new(0);
+
+/// A delayed work item is about to be queued.
+pub(crate) fn timer_armed() {
+    TIMERS.fetch_add(1, Ordering::AcqRel);
+}
+
+/// A delayed work item ran (or was not queued after all).
+pub(crate) fn timer_done() {
+    TIMERS.fetch_sub(1, Ordering::AcqRel);
+}
 
 /// Allocates the workqueue (module init).
 fn init() -> Result {
@@ -56,6 +70,11 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // A pending timer would queue onto a freed workqueue: wait for them (each fires
+        // within the longest MPA timeout, and its work finds its endpoint closed).
+        while TIMERS.load(Ordering::Acquire) != 0 {
+            kernel::time::delay::fsleep(kernel::time::Delta::from_millis(50));
+        }
         exit();
     }
 }

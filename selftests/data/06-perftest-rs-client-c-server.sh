@@ -1,0 +1,6 @@
+# perftest (ib_{write,read,send}_{bw,lat} -R) over rdma_cm, siw_rs client (host A) and siw server
+# (host B).
+. "$ROOT/selftests/lib/common.sh"
+cleanup() { pkill -f 'ib_(write|read|send)_'; two_hosts_down; }
+two_hosts siw_rs siw
+perftest_all

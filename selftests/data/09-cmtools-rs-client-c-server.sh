@@ -1,0 +1,5 @@
+# librdmacm's ucmatose and rdma_server/rdma_client, siw_rs client (host A) and siw server (host B).
+. "$ROOT/selftests/lib/common.sh"
+cleanup() { pkill ucmatose; pkill rdma_server; two_hosts_down; }
+two_hosts siw_rs siw
+cm_tools

@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * data_verify: move many megabytes of pseudo-random data over one RDMA connection
+ * (librdmacm + libibverbs) with RDMA Write, RDMA Read and Send, and verify every byte;
+ * then check the error paths, one fresh connection each.
+ *
+ *   data_verify -s ADDR [-m MB]     server (passive side)
+ *   data_verify -c ADDR [-m MB]     client (active side, drives the test)
+ *   -q (server)  receive through a shared receive queue
+ *
+ * Data phase (client-driven, message sizes from 1 byte to 256 KiB):
+ *   write  the client fills a pattern into its buffer and RDMA Writes it to the server
+ *          from 1 to 3 SGEs; a Send then asks the server to verify its buffer.
+ *   read   a Send asks the server to fill a pattern; the client RDMA Reads it and
+ *          verifies.
+ *   send   the client Sends a pattern from 1 to 3 SGEs (inline when it fits) into a
+ *          receive of 3 SGEs; the server verifies what the receive holds.
+ * Every message carries its own seed, so both sides compute the expected bytes.
+ *
+ * Error phase (-e): for each case a new connection; the expected outcome is an error
+ * completion and the QP in the ERROR state on the client:
+ *   bad_rkey    RDMA Write to an rkey the server never registered
+ *   bounds      RDMA Write past the end of the server's region
+ *   no_right    RDMA Write to a region registered without REMOTE_WRITE
+ *   read_right  RDMA Read from a region registered without REMOTE_READ
+ *   flush       posted receives complete with WR_FLUSH_ERR when the QP goes to ERROR
+ * -E is -e without read_right, for a peer that serves Reads from any region of the PD
+ * (the kernel's C siw: anchor-siw.md O2).
+ *
+ * Prints one line per phase; exits 0 only if every byte and every outcome was right.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define BUF_SIZE (1u << 20)
+#define MAX_MSG (256u << 10)
+#define PORT "7471"
+
+enum { CMD_INFO = 1, CMD_CHECK_WRITE, CMD_FILL, CMD_SEND_NEXT, CMD_DONE, CMD_RESULT };
+
+/* Receives are consumed in the order they were posted, whatever the message: every receive
+ * is a slot big enough for any message, posted as 3 SGEs of unequal size. */
+#define SLOTS 8
+
+struct ctl {
+	uint32_t cmd, len, seed, ok;
+	uint64_t addr;
+	uint32_t rkey, ro_rkey, wo_rkey, pad;
+	uint64_t ro_addr, wo_addr;
+};
+
+struct conn {
+	struct rdma_event_channel *ec;
+	struct rdma_cm_id *listen, *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;	/* send and receive completions */
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+	char *buf, *rbuf;		/* data, receive slots */
+	struct ibv_mr *mr, *rmr, *ctl_mr, *ro_mr, *wo_mr;
+	char *ro_buf, *wo_buf;		/* read-only / write-only remote regions */
+	struct ctl ctl_out;
+	struct ctl peer;
+};
+
+static int verbose, use_srq;
+
+
+static void die(const char *what)
+{
+	fprintf(stderr, "FAIL: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void post_recv_wr(struct conn *c, struct ibv_recv_wr *wr)
+{
+	struct ibv_recv_wr *bad;
+
+	if (c->srq ? ibv_post_srq_recv(c->srq, wr, &bad) : ibv_post_recv(c->qp, wr, &bad))
+		die("post_recv");
+}
+
+static uint32_t xs(uint32_t *s)
+{
+	uint32_t x = *s;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return *s = x;
+}
+
+static void fill(char *p, uint32_t len, uint32_t seed)
+{
+	uint32_t s = seed | 1;
+
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (char)xs(&s);
+}
+
+static int check(const char *p, uint32_t len, uint32_t seed)
+{
+	uint32_t s = seed | 1;
+
+	for (uint32_t i = 0; i < len; i++)
+		if (p[i] != (char)xs(&s)) {
+			fprintf(stderr, "byte %u of %u differs (seed %u)\n", i, len, seed);
+			return 0;
+		}
+	return 1;
+}
+
+static struct rdma_cm_event *expect(struct conn *c, enum rdma_cm_event_type t)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(c->ec, &ev))
+		die("rdma_get_cm_event");
+	if (ev->event != t) {
+		fprintf(stderr, "FAIL: cm event %s, expected %s (status %d)\n",
+			rdma_event_str(ev->event), rdma_event_str(t), ev->status);
+		exit(1);
+	}
+	return ev;
+}
+
+/* Waits for one completion on `cq`; returns its status (and fills *wc). */
+static int wait_cq(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct timespec t0, t;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n < 0)
+			die("ibv_poll_cq");
+		if (n == 1)
+			return wc->status;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 60) {
+			fprintf(stderr, "FAIL: no completion within 60 s\n");
+			exit(1);
+		}
+		usleep(50);
+	}
+}
+
+/* Send-side and receive-side completions. */
+static int wait_wc(struct conn *c, struct ibv_wc *wc)
+{
+	return wait_cq(c->scq, wc);
+}
+
+static int wait_rwc(struct conn *c, struct ibv_wc *wc)
+{
+	return wait_cq(c->rcq, wc);
+}
+
+static void wait_ok(struct conn *c, enum ibv_wc_opcode op, const char *what)
+{
+	struct ibv_wc wc;
+
+	if (wait_wc(c, &wc) != IBV_WC_SUCCESS || wc.opcode != op) {
+		fprintf(stderr, "FAIL: %s: status %s opcode %d\n", what,
+			ibv_wc_status_str(wc.status), wc.opcode);
+		exit(1);
+	}
+}
+
+static void post_slot(struct conn *c, int i)
+{
+	char *p = c->rbuf + (size_t)i * MAX_MSG;
+	struct ibv_sge sge[3] = {
+		{ (uintptr_t)p, 1000, c->rmr->lkey },
+		{ (uintptr_t)p + 1000, 7, c->rmr->lkey },
+		{ (uintptr_t)p + 1007, MAX_MSG - 1007, c->rmr->lkey },
+	};
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = sge, .num_sge = 3 };
+
+	post_recv_wr(c, &wr);
+}
+
+/* The next message: its slot (repost it with post_slot when done) and length. */
+static int recv_msg(struct conn *c, uint32_t *len)
+{
+	struct ibv_wc wc;
+
+	if (wait_rwc(c, &wc) != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV ||
+	    wc.wr_id >= SLOTS) {
+		fprintf(stderr, "FAIL: recv: %s, opcode %d, wr_id %" PRIu64 "\n",
+			ibv_wc_status_str(wc.status), wc.opcode, wc.wr_id);
+		exit(1);
+	}
+	*len = wc.byte_len;
+	return (int)wc.wr_id;
+}
+
+static char *slot(struct conn *c, int i)
+{
+	return c->rbuf + (size_t)i * MAX_MSG;
+}
+
+/* The next message, which must be a control message. */
+static struct ctl recv_ctl(struct conn *c)
+{
+	struct ctl m;
+	uint32_t len;
+	int i = recv_msg(c, &len);
+
+	if (len != sizeof(m)) {
+		fprintf(stderr, "FAIL: control message of %u bytes\n", len);
+		exit(1);
+	}
+	memcpy(&m, slot(c, i), sizeof(m));
+	post_slot(c, i);
+	return m;
+}
+
+static void send_ctl(struct conn *c, struct ctl *m)
+{
+	struct ibv_sge sge = { (uintptr_t)&c->ctl_out, sizeof(*m), c->ctl_mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	c->ctl_out = *m;
+	if (ibv_post_send(c->qp, &wr, &bad))
+		die("post_send ctl");
+	wait_ok(c, IBV_WC_SEND, "ctl send");
+}
+
+static void setup_qp(struct conn *c, struct rdma_cm_id *id, int srq)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 6,
+			 .max_recv_sge = 6, .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+	};
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+
+	c->id = id;
+	c->pd = ibv_alloc_pd(id->verbs);
+	c->scq = ibv_create_cq(id->verbs, 256, NULL, NULL, 0);
+	c->rcq = ibv_create_cq(id->verbs, 256, NULL, NULL, 0);
+	if (!c->pd || !c->scq || !c->rcq)
+		die("pd/cq");
+	qa.send_cq = c->scq;
+	qa.recv_cq = c->rcq;
+	if (srq) {
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 64, .max_sge = 6 } };
+
+		c->srq = ibv_create_srq(c->pd, &sa);
+		if (!c->srq)
+			die("ibv_create_srq");
+		qa.srq = c->srq;
+		qa.cap.max_recv_wr = 0;
+	}
+	if (rdma_create_qp(id, c->pd, &qa))
+		die("rdma_create_qp");
+	c->qp = id->qp;
+	c->buf = aligned_alloc(4096, BUF_SIZE);
+	c->rbuf = aligned_alloc(4096, (size_t)SLOTS * MAX_MSG);
+	c->ro_buf = aligned_alloc(4096, 4096);
+	c->wo_buf = aligned_alloc(4096, 4096);
+	c->mr = ibv_reg_mr(c->pd, c->buf, BUF_SIZE, acc);
+	c->rmr = ibv_reg_mr(c->pd, c->rbuf, (size_t)SLOTS * MAX_MSG, acc);
+	c->ctl_mr = ibv_reg_mr(c->pd, &c->ctl_out, sizeof(c->ctl_out), IBV_ACCESS_LOCAL_WRITE);
+	c->ro_mr = ibv_reg_mr(c->pd, c->ro_buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	c->wo_mr = ibv_reg_mr(c->pd, c->wo_buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!c->mr || !c->rmr || !c->ctl_mr || !c->ro_mr || !c->wo_mr)
+		die("ibv_reg_mr");
+	for (int i = 0; i < SLOTS; i++)
+		post_slot(c, i);
+}
+
+static void teardown(struct conn *c)
+{
+	rdma_disconnect(c->id);
+	rdma_destroy_qp(c->id);
+	ibv_dereg_mr(c->mr);
+	ibv_dereg_mr(c->rmr);
+	ibv_dereg_mr(c->ctl_mr);
+	ibv_dereg_mr(c->ro_mr);
+	ibv_dereg_mr(c->wo_mr);
+	if (c->srq)
+		ibv_destroy_srq(c->srq);
+	ibv_destroy_cq(c->scq);
+	ibv_destroy_cq(c->rcq);
+	ibv_dealloc_pd(c->pd);
+	free(c->buf);
+	free(c->rbuf);
+	free(c->ro_buf);
+	free(c->wo_buf);
+}
+
+static struct ctl my_info(struct conn *c)
+{
+	struct ctl m = {
+		.cmd = CMD_INFO, .addr = (uintptr_t)c->buf, .rkey = c->mr->rkey, .len = BUF_SIZE,
+		/* ro: the region without REMOTE_READ (a "write-only" one for the peer), and the
+		 * other way round; named after what the peer must NOT do. */
+		.ro_addr = (uintptr_t)c->ro_buf, .ro_rkey = c->ro_mr->rkey,
+		.wo_addr = (uintptr_t)c->wo_buf, .wo_rkey = c->wo_mr->rkey,
+	};
+	return m;
+}
+
+/* ---- server ---- */
+
+static int server_conn(struct conn *c)
+{
+	struct rdma_cm_event *ev = expect(c, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct rdma_conn_param cp = { .responder_resources = 8, .initiator_depth = 8 };
+	struct rdma_cm_id *id = ev->id;
+	struct ctl m;
+	int bad = 0;
+
+	rdma_ack_cm_event(ev);
+	setup_qp(c, id, use_srq);
+	if (rdma_accept(id, &cp))
+		die("rdma_accept");
+	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ESTABLISHED));
+	c->peer = recv_ctl(c);
+	m = my_info(c);
+	send_ctl(c, &m);
+	if (verbose)
+		fprintf(stderr, "server: connected\n");
+	for (;;) {
+		struct ibv_wc wc;
+		struct ctl r = { .cmd = CMD_RESULT, .ok = 1 };
+		uint32_t len;
+		int i;
+
+		if (wait_rwc(c, &wc) != IBV_WC_SUCCESS) {
+			/* The error phase: the client broke the connection on purpose. */
+			if (verbose)
+				fprintf(stderr, "server: completion %s\n", ibv_wc_status_str(wc.status));
+			break;
+		}
+		if (wc.opcode != IBV_WC_RECV || wc.wr_id >= SLOTS || wc.byte_len != sizeof(m)) {
+			fprintf(stderr, "FAIL: expected a control message: wr_id %" PRIu64
+				", %u bytes\n", wc.wr_id, wc.byte_len);
+			return 1;
+		}
+		memcpy(&m, slot(c, wc.wr_id), sizeof(m));
+		post_slot(c, wc.wr_id);
+		if (m.cmd == CMD_DONE)
+			break;
+		if (m.cmd == CMD_CHECK_WRITE) {
+			r.ok = check(c->buf + m.addr, m.len, m.seed);
+		} else if (m.cmd == CMD_FILL) {
+			fill(c->buf + m.addr, m.len, m.seed);
+		} else if (m.cmd == CMD_SEND_NEXT) {
+			/* The next message is the data. */
+			i = recv_msg(c, &len);
+			if (len != m.len) {
+				fprintf(stderr, "recv: %u bytes, expected %u\n", len, m.len);
+				r.ok = 0;
+			} else {
+				r.ok = check(slot(c, i), len, m.seed);
+			}
+			post_slot(c, i);
+		}
+		bad |= !r.ok;
+		send_ctl(c, &r);
+	}
+	if (verbose)
+		fprintf(stderr, "server: waiting for the disconnect\n");
+	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_DISCONNECTED));
+	if (verbose)
+		fprintf(stderr, "server: disconnected\n");
+	teardown(c);
+	rdma_destroy_id(id);
+	if (verbose)
+		fprintf(stderr, "server: connection torn down\n");
+	return bad;
+}
+
+/* ---- client ---- */
+
+static void client_connect(struct conn *c, const char *addr)
+{
+	struct rdma_conn_param cp = { .responder_resources = 8, .initiator_depth = 8 };
+	struct addrinfo *ai;
+	struct rdma_cm_id *id;
+	struct ctl m;
+
+	if (getaddrinfo(addr, PORT, NULL, &ai))
+		die("getaddrinfo");
+	if (rdma_create_id(c->ec, &id, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 5000))
+		die("rdma_resolve_addr");
+	freeaddrinfo(ai);
+	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ADDR_RESOLVED));
+	if (rdma_resolve_route(id, 5000))
+		die("rdma_resolve_route");
+	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED));
+	setup_qp(c, id, 0);
+	if (rdma_connect(id, &cp))
+		die("rdma_connect");
+	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ESTABLISHED));
+	m = my_info(c);
+	send_ctl(c, &m);
+	c->peer = recv_ctl(c);
+}
+
+static void client_done(struct conn *c)
+{
+	struct ctl m = { .cmd = CMD_DONE };
+
+	send_ctl(c, &m);
+	rdma_disconnect(c->id);
+	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_DISCONNECTED));
+	teardown(c);
+	rdma_destroy_id(c->id);
+}
+
+static int result(struct conn *c)
+{
+	return recv_ctl(c).ok;
+}
+
+/* Posts a WR whose local data is `len` bytes at buf+off, split into `nsge` SGEs. */
+static void post_split(struct conn *c, enum ibv_wr_opcode op, uint32_t off, uint32_t len,
+		       int nsge, uint64_t raddr, uint32_t rkey, int inl)
+{
+	struct ibv_sge sge[3];
+	struct ibv_send_wr wr = {
+		.wr_id = 2, .sg_list = sge, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	uint32_t a = len / 3, b = len / 2;
+
+	if (nsge == 3 && len >= 3) {
+		/* Unequal pieces from non-adjacent places are fine too, but keep them in
+		 * order so the receiver's view is the plain pattern. */
+		sge[0] = (struct ibv_sge){ (uintptr_t)c->buf + off, a, c->mr->lkey };
+		sge[1] = (struct ibv_sge){ (uintptr_t)c->buf + off + a, b - a, c->mr->lkey };
+		sge[2] = (struct ibv_sge){ (uintptr_t)c->buf + off + b, len - b, c->mr->lkey };
+		wr.num_sge = 3;
+	} else {
+		sge[0] = (struct ibv_sge){ (uintptr_t)c->buf + off, len, c->mr->lkey };
+		wr.num_sge = 1;
+	}
+	if (inl)
+		wr.send_flags |= IBV_SEND_INLINE;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(c->qp, &wr, &bad))
+		die("post_send");
+}
+
+static int client_data(const char *addr, uint64_t total)
+{
+	static const uint32_t sizes[] = { 1, 7, 64, 100, 1000, 4095, 4096, 4097, 65536,
+					  100000, MAX_MSG };
+	struct conn c = { 0 };
+	uint64_t moved[3] = { 0 };
+	uint32_t seed = 12345, n = 0;
+	int bad = 0;
+
+	c.ec = rdma_create_event_channel();
+	client_connect(&c, addr);
+	while (moved[0] + moved[1] + moved[2] < total) {
+		uint32_t len = sizes[n % (sizeof(sizes) / sizeof(sizes[0]))];
+		uint32_t off = (n * 4099u) % (BUF_SIZE - MAX_MSG);
+		int nsge = 1 + 2 * (n & 1);
+		struct ctl m;
+
+		/* write */
+		fill(c.buf + off, len, ++seed);
+		post_split(&c, IBV_WR_RDMA_WRITE, off, len, nsge, c.peer.addr + off, c.peer.rkey,
+			   len <= 64 && (n & 2));
+		wait_ok(&c, IBV_WC_RDMA_WRITE, "write");
+		m = (struct ctl){ .cmd = CMD_CHECK_WRITE, .addr = off, .len = len, .seed = seed };
+		send_ctl(&c, &m);
+		if (!result(&c)) {
+			fprintf(stderr, "write of %u bytes (%d SGEs) corrupted\n", len, nsge);
+			bad = 1;
+		}
+		moved[0] += len;
+
+		/* read */
+		m = (struct ctl){ .cmd = CMD_FILL, .addr = off, .len = len, .seed = ++seed };
+		send_ctl(&c, &m);
+		if (!result(&c))
+			bad = 1;
+		memset(c.buf + off, 0, len);
+		post_split(&c, IBV_WR_RDMA_READ, off, len, 1, c.peer.addr + off, c.peer.rkey, 0);
+		wait_ok(&c, IBV_WC_RDMA_READ, "read");
+		if (!check(c.buf + off, len, seed)) {
+			fprintf(stderr, "read of %u bytes corrupted\n", len);
+			bad = 1;
+		}
+		moved[1] += len;
+
+		/* send: announced, then sent */
+		fill(c.buf + off, len, ++seed);
+		m = (struct ctl){ .cmd = CMD_SEND_NEXT, .len = len, .seed = seed };
+		send_ctl(&c, &m);
+		post_split(&c, IBV_WR_SEND, off, len, nsge, 0, 0, len <= 64 && (n & 2));
+		wait_ok(&c, IBV_WC_SEND, "send");
+		if (!result(&c)) {
+			fprintf(stderr, "send of %u bytes (%d SGEs) corrupted\n", len, nsge);
+			bad = 1;
+		}
+		moved[2] += len;
+		n++;
+	}
+	client_done(&c);
+	printf("data: %u rounds, write %" PRIu64 " read %" PRIu64 " send %" PRIu64
+	       " bytes, %s\n", n, moved[0], moved[1], moved[2], bad ? "CORRUPTED" : "all verified");
+	return bad;
+}
+
+/* One error case: posts the bad operation, then expects an error completion and the QP
+ * in ERROR. */
+static int client_error(const char *addr, const char *name)
+{
+	struct conn c = { 0 };
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc;
+	int st, nflush = 0, ok;
+
+	c.ec = rdma_create_event_channel();
+	client_connect(&c, addr);
+	if (!strcmp(name, "flush")) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		struct ctl m = { .cmd = CMD_DONE };
+
+		/* All SLOTS receives are posted (the one the server's info used was reposted). */
+		send_ctl(&c, &m);
+		if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE))
+			die("modify_qp ERR");
+		while (nflush < SLOTS && wait_rwc(&c, &wc) == IBV_WC_WR_FLUSH_ERR)
+			nflush++;
+		ok = nflush == SLOTS;
+		printf("error flush: %d of %d receives flushed: %s\n", nflush, SLOTS,
+		       ok ? "ok" : "WRONG");
+		rdma_disconnect(c.id);
+		teardown(&c);
+		rdma_destroy_id(c.id);
+		rdma_destroy_event_channel(c.ec);
+		return !ok;
+	}
+	memset(c.buf, 0x5a, 64);
+	if (!strcmp(name, "bad_rkey"))
+		post_split(&c, IBV_WR_RDMA_WRITE, 0, 64, 1, c.peer.addr, c.peer.rkey ^ 0x80, 0);
+	else if (!strcmp(name, "bounds"))
+		post_split(&c, IBV_WR_RDMA_WRITE, 0, 64, 1, c.peer.addr + BUF_SIZE - 32,
+			   c.peer.rkey, 0);
+	else if (!strcmp(name, "no_right"))
+		/* The peer's "wo" region has REMOTE_READ only. */
+		post_split(&c, IBV_WR_RDMA_WRITE, 0, 64, 1, c.peer.wo_addr, c.peer.wo_rkey, 0);
+	else if (!strcmp(name, "read_right"))
+		/* The peer's "ro" region has REMOTE_WRITE only (O2). */
+		post_split(&c, IBV_WR_RDMA_READ, 0, 64, 1, c.peer.ro_addr, c.peer.ro_rkey, 0);
+	st = wait_wc(&c, &wc);
+	/* A Write completes once handed to TCP; the peer's Terminate then moves the QP to
+	 * ERROR, after which a Send must not complete successfully (posting may also fail,
+	 * which is an outcome too). */
+	for (int tries = 0; st == IBV_WC_SUCCESS && tries < 20; tries++) {
+		struct ibv_sge sge = { (uintptr_t)&c.ctl_out, sizeof(c.ctl_out), c.ctl_mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		usleep(200000);
+		c.ctl_out = (struct ctl){ .cmd = CMD_DONE };
+		if (ibv_post_send(c.qp, &wr, &bad)) {
+			st = IBV_WC_GENERAL_ERR;
+			break;
+		}
+		st = wait_wc(&c, &wc);
+	}
+	/* Let the Terminate arrive. */
+	for (int i = 0; i < 100; i++) {
+		if (ibv_query_qp(c.qp, &qa, IBV_QP_STATE, &qi))
+			die("query_qp");
+		if (qa.qp_state == IBV_QPS_ERR)
+			break;
+		usleep(50000);
+	}
+	ok = st != IBV_WC_SUCCESS && qa.qp_state == IBV_QPS_ERR;
+	printf("error %s: completion %s, QP %s: %s\n", name, ibv_wc_status_str(st),
+	       qa.qp_state == IBV_QPS_ERR ? "ERR" : "not in ERR", ok ? "ok" : "WRONG");
+	rdma_disconnect(c.id);
+	teardown(&c);
+	rdma_destroy_id(c.id);
+	rdma_destroy_event_channel(c.ec);
+	return !ok;
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = NULL;
+	uint64_t mb = 8;
+	int server = -1, errors = 0, opt, bad = 0;
+
+	while ((opt = getopt(argc, argv, "s:c:m:eEvq")) != -1) {
+		switch (opt) {
+		case 's': server = 1; addr = optarg; break;
+		case 'c': server = 0; addr = optarg; break;
+		case 'm': mb = strtoull(optarg, NULL, 0); break;
+		case 'e': errors = 1; break;
+		case 'E': errors = 2; break;
+		case 'v': verbose = 1; break;
+		case 'q': use_srq = 1; break;
+		default: return 2;
+		}
+	}
+	if (server < 0)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (server) {
+		struct conn c = { 0 };
+		struct addrinfo *ai;
+		int conns = errors == 1 ? 5 : errors ? 4 : 1;
+
+		c.ec = rdma_create_event_channel();
+		if (!c.ec || rdma_create_id(c.ec, &c.listen, NULL, RDMA_PS_TCP))
+			die("rdma_create_id");
+		if (getaddrinfo(addr, PORT, NULL, &ai) || rdma_bind_addr(c.listen, ai->ai_addr) ||
+		    rdma_listen(c.listen, 4))
+			die("listen");
+		freeaddrinfo(ai);
+		printf("server: listening\n");
+		for (int i = 0; i < conns; i++) {
+			struct conn k = { .ec = c.ec };
+
+			bad |= server_conn(&k) && !errors;
+		}
+		rdma_destroy_id(c.listen);
+		printf("server: %s\n", bad ? "CORRUPTED" : "done");
+		return bad;
+	}
+	if (errors) {
+		static const char *cases[] = { "bad_rkey", "bounds", "no_right", "read_right",
+					       "flush" };
+
+		for (unsigned i = 0; i < 5; i++)
+			if (errors == 1 || strcmp(cases[i], "read_right"))
+				bad |= client_error(addr, cases[i]);
+		return bad;
+	}
+	return client_data(addr, mb << 20);
+}

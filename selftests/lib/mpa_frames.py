@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+# mpa_frames.py PCAP: print the MPA request and reply frames (RFC 5044 section 7.1) found
+# in a tcpdump capture (Ethernet, IPv4, TCP), one per line:
+#   req rev=2 crc=1 markers=0 reject=0 enhanced=1
+import struct
+import sys
+
+KEYS = {b"MPA ID Req Frame": "req", b"MPA ID Rep Frame": "rep"}
+
+
+def packets(data):
+    # Classic pcap: 24-byte global header, then 16-byte record headers.
+    magic = struct.unpack("<I", data[:4])[0]
+    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
+    off = 24
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
+        yield data[off + 16:off + 16 + incl]
+        off += 16 + incl
+
+
+def tcp_payload(frame):
+    if len(frame) < 14 or frame[12:14] != b"\x08\x00":
+        return b""
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    if ip[9] != 6:
+        return b""
+    tcp = ip[ihl:]
+    doff = (tcp[12] >> 4) * 4
+    total = struct.unpack(">H", ip[2:4])[0]
+    return tcp[doff:total - ihl]
+
+
+def main():
+    data = open(sys.argv[1], "rb").read()
+    for frame in packets(data):
+        p = tcp_payload(frame)
+        for key, kind in KEYS.items():
+            i = p.find(key)
+            if i < 0 or len(p) < i + 20:
+                continue
+            bits, _pd_len = struct.unpack(">HH", p[i + 16:i + 20])
+            print(f"{kind} rev={bits & 0xFF} crc={int(bool(bits & 0x4000))} "
+                  f"markers={int(bool(bits & 0x8000))} reject={int(bool(bits & 0x2000))} "
+                  f"enhanced={int(bool(bits & 0x1000))}")
+
+
+main()
