@@ -143,7 +143,11 @@ impl SockEvents for Ep {
 fn base_policy() -> MpaPolicy {
     let mut p = MpaPolicy::c_siw();
     p.crc = crate::module_parameters::mpa_crc_required.value();
-    p.revision = if crate::module_parameters::mpa_revision.value() == 1 { 1 } else { 2 };
+    p.revision = if crate::module_parameters::mpa_revision.value() == 1 {
+        1
+    } else {
+        2
+    };
     p
 }
 
@@ -207,7 +211,9 @@ impl Ep {
     fn arm_timeout(self: &Arc<Self>, ms: u32) {
         if let Some(q) = work::queue() {
             work::timer_armed();
-            if q.enqueue_delayed::<_, 1>(self.clone(), msecs_to_jiffies(ms)).is_err() {
+            if q.enqueue_delayed::<_, 1>(self.clone(), msecs_to_jiffies(ms))
+                .is_err()
+            {
                 work::timer_done();
             }
         }
@@ -253,13 +259,7 @@ impl Ep {
     /// callbacks the caller installs.
     fn accept_all(self: &Arc<Self>, g: &mut Inner) -> KVec<Arc<Ep>> {
         let mut children = KVec::new();
-        loop {
-            let Some(ls) = g.sock.as_ref() else {
-                break;
-            };
-            let Ok(s) = ls.accept() else {
-                break;
-            };
+        while let Some(Ok(s)) = g.sock.as_ref().map(Socket::accept) {
             // On failure the socket is released: the peer sees a reset.
             let Ok(child) = Ep::new_child(self.tables.clone(), s, self.clone()) else {
                 continue;
@@ -324,7 +324,10 @@ impl Ep {
         // request says nothing: offer one Read each way, which any peer can take (the C
         // siw reports 0, and a ULP that accepts with those values cannot Read at all).
         let (ird, ord) = frame.ird_ord.map_or((1, 1), |io| {
-            (clamp_u8(io.ord.min(pol.max_ird)), clamp_u8(io.ird.min(pol.max_ord)))
+            (
+                clamp_u8(io.ord.min(pol.max_ird)),
+                clamp_u8(io.ird.min(pol.max_ord)),
+            )
         });
         match negotiate_responder(&pol, &frame) {
             Ok(_) => {}
@@ -522,7 +525,7 @@ impl Ep {
         if let Some(qp) = g.qp.take() {
             let mut st = qp.st.lock();
             let ours = st.ep.as_ref().is_none_or(|e| Arc::ptr_eq(e, self));
-            if ours && prev == Phase::Established || ours && prev == Phase::AwaitReply {
+            if ours && matches!(prev, Phase::Established | Phase::AwaitReply) {
                 qp.link_down(&mut st);
                 if how == How::Error {
                     st.fatal_event();

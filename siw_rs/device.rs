@@ -371,7 +371,12 @@ impl ibdev::Driver for Siw {
         crate::cm::connect(dev, id, p)
     }
 
-    fn iw_accept(dev: &Device<Self>, id: CmId, ep: Arc<crate::cm::Ep>, p: &ConnParam<'_>) -> Result {
+    fn iw_accept(
+        dev: &Device<Self>,
+        id: CmId,
+        ep: Arc<crate::cm::Ep>,
+        p: &ConnParam<'_>,
+    ) -> Result {
         crate::cm::accept(dev, id, ep, p)
     }
 

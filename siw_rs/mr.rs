@@ -70,7 +70,13 @@ pub(crate) struct MrCore {
 impl MrCore {
     /// Checks an access of `len` bytes at address `addr` by a QP of PD `pd` that needs the
     /// rights `need` (`IB_ACCESS_*`, 0 for local read); returns the offset into the region.
-    pub(crate) fn check(&self, pd: usize, addr: u64, len: u32, need: u32) -> Result<usize, AccessError> {
+    pub(crate) fn check(
+        &self,
+        pd: usize,
+        addr: u64,
+        len: u32,
+        need: u32,
+    ) -> Result<usize, AccessError> {
         if self.pd != pd {
             return Err(AccessError::Pd);
         }

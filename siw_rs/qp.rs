@@ -574,7 +574,13 @@ impl QpCore {
 }
 
 /// A work completion for a send queue element.
-pub(crate) fn sq_completion(st: &QpState, id: u64, opcode: u8, status: u16, bytes: u32) -> Completion {
+pub(crate) fn sq_completion(
+    st: &QpState,
+    id: u64,
+    opcode: u8,
+    status: u16,
+    bytes: u32,
+) -> Completion {
     Completion {
         id,
         opcode,

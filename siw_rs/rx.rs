@@ -142,7 +142,10 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
         }
         (Opcode::RdmaWrite, DdpHdr::Tagged(t)) => {
             let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
-            let mr = qp.tables.mr(t.stag).ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
+            let mr = qp
+                .tables
+                .mr(t.stag)
+                .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
             let off = mr
                 .check(qp.pd, t.to, len, access::REMOTE_WRITE)
                 .map_err(|e| RxStop::Term(tagged_err(e)))?;
@@ -152,14 +155,21 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
         (Opcode::ReadResponse, DdpHdr::Tagged(t)) => {
             let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
             // It must continue our oldest outstanding Read, inside its sink.
-            let o = link.tx.orq.first().ok_or(RxStop::Term(TermError::LlpInvalidReqResp))?;
+            let o = link
+                .tx
+                .orq
+                .first()
+                .ok_or(RxStop::Term(TermError::LlpInvalidReqResp))?;
             let rel = t.to.checked_sub(o.sink_to);
             let inside = t.stag == o.sink_stag
                 && rel.is_some_and(|r| r.saturating_add(u64::from(len)) <= u64::from(o.len));
             if !inside {
                 return Err(RxStop::Term(TermError::DdpTaggedBaseBounds));
             }
-            let mr = qp.tables.mr(t.stag).ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
+            let mr = qp
+                .tables
+                .mr(t.stag)
+                .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
             let off = mr
                 .check(qp.pd, t.to, len, LOCAL_WRITE)
                 .map_err(|e| RxStop::Term(tagged_err(e)))?;
@@ -173,7 +183,11 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
 
 fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8]) -> Result<(), RxStop> {
     let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
-    let h = *link.rx.recv.current_header().ok_or(RxStop::PeerTerminated)?;
+    let h = *link
+        .rx
+        .recv
+        .current_header()
+        .ok_or(RxStop::PeerTerminated)?;
     // Where this slice goes: the FPDU's offset plus what came before in it.
     let before = link.rx.recv.payload_received().saturating_sub(p.len());
     if let Some((mr, off)) = &link.rx.tagged {
@@ -208,11 +222,15 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxSt
         }
         let n = ((sge.length - skip) as usize).min(data.len());
         let (now, rest) = data.split_at(n);
-        let placed = qp.tables.mr(sge.lkey).ok_or(AccessError::InvalidStag).and_then(|mr| {
-            let addr = sge.laddr.saturating_add(u64::from(skip));
-            let off = mr.check(qp.pd, addr, n as u32, LOCAL_WRITE)?;
-            mr.pages.write(off, now).map_err(|_| AccessError::Bounds)
-        });
+        let placed = qp
+            .tables
+            .mr(sge.lkey)
+            .ok_or(AccessError::InvalidStag)
+            .and_then(|mr| {
+                let addr = sge.laddr.saturating_add(u64::from(skip));
+                let off = mr.check(qp.pd, addr, n as u32, LOCAL_WRITE)?;
+                mr.pages.write(off, now).map_err(|_| AccessError::Bounds)
+            });
         if placed.is_err() {
             s.status = Some(wc::LOC_PROT_ERR);
             return Err(RxStop::Term(TermError::DdpCatastrophic));
@@ -230,14 +248,22 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxSt
 
 fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
     let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
-    let h = *link.rx.recv.current_header().ok_or(RxStop::PeerTerminated)?;
+    let h = *link
+        .rx
+        .recv
+        .current_header()
+        .ok_or(RxStop::PeerTerminated)?;
     link.rx.tagged = None;
     if !h.last {
         return Ok(());
     }
     match h.opcode {
         Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
-            let s = link.rx.send.take().ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
+            let s = link
+                .rx
+                .send
+                .take()
+                .ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
             let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
             let len = mo.saturating_add(u32::try_from(h.payload_len()).unwrap_or(u32::MAX));
             let c = Completion {
@@ -253,7 +279,11 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             Ok(())
         }
         Opcode::ReadResponse => {
-            let o = link.tx.orq.remove(0).map_err(|_| RxStop::Term(TermError::LlpInvalidReqResp))?;
+            let o = link
+                .tx
+                .orq
+                .remove(0)
+                .map_err(|_| RxStop::Term(TermError::LlpInvalidReqResp))?;
             if let Some(c) = read_done(st, &o, wc::SUCCESS) {
                 let _ = st.complete(true, &c);
             }
@@ -265,7 +295,10 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             };
             // O2: serving a Read needs REMOTE_READ on the region. (QP access flags are
             // not checked, as by the C siw: librdmacm leaves them unset on iWARP.)
-            let mr = qp.tables.mr(rr.src_stag).ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
+            let mr = qp
+                .tables
+                .mr(rr.src_stag)
+                .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
             mr.check(qp.pd, rr.src_to, rr.size, access::REMOTE_READ)
                 .map_err(|e| RxStop::Term(read_err(e)))?;
             let ird = usize::from(link.params.ird);

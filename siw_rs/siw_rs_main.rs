@@ -11,6 +11,7 @@
 
 use kernel::prelude::*;
 
+mod cm;
 mod cq;
 mod device;
 mod ib;
@@ -21,12 +22,11 @@ mod pd;
 /// in `proto/` that `cargo test` and the fuzzers build.
 #[path = "proto/src/lib.rs"]
 pub mod proto;
-mod cm;
 mod qp;
 mod queue;
+mod rx;
 mod srq;
 mod table;
-mod rx;
 mod tx;
 
 module! {

@@ -2,6 +2,7 @@
 
 //! Shared receive queues: a ring of `struct siw_rqe` shared by the QPs attached to it.
 
+use crate::ib::mem::SharedMem;
 use crate::{
     device::{
         Siw,
@@ -31,7 +32,6 @@ use core::sync::atomic::{
     AtomicU32,
     Ordering, //
 };
-use crate::ib::mem::SharedMem;
 use kernel::{
     new_mutex,
     prelude::*,

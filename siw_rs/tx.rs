@@ -17,11 +17,11 @@ use crate::{
     mr::{MrCore, LOCAL_READ, LOCAL_WRITE},
     proto::{
         crc::Crc32c,
-        fpdu::{mulpdu, trailer},
-        rdmap::{build_terminate, Opcode, ReadRequest, RdmapHdr, MAX_HDR_LEN},
-        segment::{Message, Segmenter, Target},
-        error::TermError,
         ddp::{QN_READ_REQUEST, QN_SEND},
+        error::TermError,
+        fpdu::{mulpdu, trailer},
+        rdmap::{build_terminate, Opcode, RdmapHdr, ReadRequest, MAX_HDR_LEN},
+        segment::{Message, Segmenter, Target},
     },
     qp::{sq_completion, QpCore, QpState, Sqe, OK, WQE_FLAGS},
 };
@@ -51,9 +51,14 @@ pub(crate) struct OrqEntry {
 /// Where an active element's payload comes from.
 enum Source {
     /// Registered memory: up to six (region, offset, length) pieces.
-    Sges { parts: [Option<(Arc<MrCore>, usize, u32)>; 6] },
+    Sges {
+        parts: [Option<(Arc<MrCore>, usize, u32)>; 6],
+    },
     /// Inline data copied out of the SQE.
-    Inline { data: [u8; MAX_INLINE as usize], len: usize },
+    Inline {
+        data: [u8; MAX_INLINE as usize],
+        len: usize,
+    },
     /// No payload.
     None,
 }
@@ -166,9 +171,19 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
             let mut iov = [IoVec::new(&[]); MAX_IOV];
             let mut n = 0usize;
-            push(&mut iov, &mut n, IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])))?;
-            payload(&a.src, f.pay_off, f.pay_len, &mut |v| push(&mut iov, &mut n, v))?;
-            push(&mut iov, &mut n, IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])))?;
+            push(
+                &mut iov,
+                &mut n,
+                IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])),
+            )?;
+            payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
+                push(&mut iov, &mut n, v)
+            })?;
+            push(
+                &mut iov,
+                &mut n,
+                IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
+            )?;
             match sock.send(iov.get(..n).unwrap_or(&[]), f.sent, false, false) {
                 Ok(k) => f.sent = f.sent.saturating_add(k),
                 Err(e) if e == EAGAIN => return Ok(()),
@@ -235,7 +250,8 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
         let mul = mulpdu(mss, false);
         if let Some((err, raw, n)) = tx.term.take() {
             let mut buf = [0u8; HDR_BUF];
-            let len = build_terminate(&mut buf, 1, err, raw.get(..n)).map_err(|_| TxStop::Failed)?;
+            let len =
+                build_terminate(&mut buf, 1, err, raw.get(..n)).map_err(|_| TxStop::Failed)?;
             // The Terminate is sent as a one-FPDU message through the segmenter's framing
             // rules: copy the prebuilt header and frame it here.
             let hdr_len = len.min(HDR_BUF);
@@ -255,14 +271,23 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             let seg = Segmenter::new(
                 Message {
                     opcode: Opcode::Send,
-                    target: Target::Untagged { qn: QN_SEND, msn: 0, rsvd_ulp: 0 },
+                    target: Target::Untagged {
+                        qn: QN_SEND,
+                        msn: 0,
+                        rsvd_ulp: 0,
+                    },
                     rdmap: RdmapHdr::None,
                     len: 0,
                 },
                 mul,
             )
             .map_err(|_| TxStop::Failed)?;
-            tx.active = Some(Active { seg, src: Source::None, done: None, term: true });
+            tx.active = Some(Active {
+                seg,
+                src: Source::None,
+                done: None,
+                term: true,
+            });
             tx.fpdu = Some(Fpdu {
                 hdr,
                 hdr_len,
@@ -285,7 +310,10 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             let seg = Segmenter::new(
                 Message {
                     opcode: Opcode::ReadResponse,
-                    target: Target::Tagged { stag: rr.sink_stag, to: rr.sink_to },
+                    target: Target::Tagged {
+                        stag: rr.sink_stag,
+                        to: rr.sink_to,
+                    },
                     rdmap: RdmapHdr::None,
                     len: rr.size,
                 },
@@ -294,7 +322,12 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             .map_err(|_| TxStop::Failed)?;
             let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
             parts[0] = Some((mr, off, rr.size));
-            tx.active = Some(Active { seg, src: Source::Sges { parts }, done: None, term: false });
+            tx.active = Some(Active {
+                seg,
+                src: Source::Sges { parts },
+                done: None,
+                term: false,
+            });
             continue;
         }
         // The next send queue element, if the user posted one.
@@ -320,7 +353,9 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             return Ok(());
         }
         let inline = if sqe.flags & wqe::INLINE != 0 {
-            qp.sq.mem.read::<[u8; MAX_INLINE as usize]>(off.saturating_add(INLINE_OFF))
+            qp.sq
+                .mem
+                .read::<[u8; MAX_INLINE as usize]>(off.saturating_add(INLINE_OFF))
         } else {
             None
         };
@@ -421,8 +456,16 @@ fn activate(
     }
     // Only these operations may come from a user's send queue (O1: nothing kernel-only).
     let (opcode, target) = match sqe.opcode {
-        op::WRITE => (Opcode::RdmaWrite, Target::Tagged { stag: sqe.rkey, to: sqe.raddr }),
-        op::SEND | op::SEND_REMOTE_INV | op::READ => (Opcode::Send, Target::Tagged { stag: 0, to: 0 }),
+        op::WRITE => (
+            Opcode::RdmaWrite,
+            Target::Tagged {
+                stag: sqe.rkey,
+                to: sqe.raddr,
+            },
+        ),
+        op::SEND | op::SEND_REMOTE_INV | op::READ => {
+            (Opcode::Send, Target::Tagged { stag: 0, to: 0 })
+        }
         _ => return Err(wc::LOC_QP_OP_ERR),
     };
     let link = st.link.as_mut().ok_or(wc::LOC_QP_OP_ERR)?;
@@ -449,7 +492,11 @@ fn activate(
         let seg = Segmenter::new(
             Message {
                 opcode: Opcode::ReadRequest,
-                target: Target::Untagged { qn: QN_READ_REQUEST, msn, rsvd_ulp: 0 },
+                target: Target::Untagged {
+                    qn: QN_READ_REQUEST,
+                    msn,
+                    rsvd_ulp: 0,
+                },
                 rdmap: RdmapHdr::ReadRequest(rr),
                 len: 0,
             },
@@ -465,7 +512,12 @@ fn activate(
                 len: sink.length,
             })
             .map_err(|_| wc::LOC_QP_OP_ERR)?;
-        tx.active = Some(Active { seg, src: Source::None, done: None, term: false });
+        tx.active = Some(Active {
+            seg,
+            src: Source::None,
+            done: None,
+            term: false,
+        });
         return Ok(());
     }
     let (src, len) = if let Some(data) = inline {
@@ -473,7 +525,13 @@ fn activate(
         if len > MAX_INLINE || !matches!(sqe.opcode, op::SEND | op::WRITE) {
             return Err(wc::LOC_QP_OP_ERR);
         }
-        (Source::Inline { data, len: len as usize }, len)
+        (
+            Source::Inline {
+                data,
+                len: len as usize,
+            },
+            len,
+        )
     } else {
         let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
         let mut total = 0u32;
@@ -503,17 +561,34 @@ fn activate(
             };
             let msn = next_msn(&mut tx.msn[0]);
             let rsvd_ulp = if inv { sqe.rkey } else { 0 };
-            (opc, Target::Untagged { qn: QN_SEND, msn, rsvd_ulp })
+            (
+                opc,
+                Target::Untagged {
+                    qn: QN_SEND,
+                    msn,
+                    rsvd_ulp,
+                },
+            )
         }
         _ => (opcode, target),
     };
     let seg = Segmenter::new(
-        Message { opcode, target, rdmap: RdmapHdr::None, len },
+        Message {
+            opcode,
+            target,
+            rdmap: RdmapHdr::None,
+            len,
+        },
         mul,
     )
     .map_err(|_| wc::LOC_LEN_ERR)?;
     let done = signalled.then_some((sqe.id, sqe.opcode, len));
-    tx.active = Some(Active { seg, src, done, term: false });
+    tx.active = Some(Active {
+        seg,
+        src,
+        done,
+        term: false,
+    });
     Ok(())
 }
 

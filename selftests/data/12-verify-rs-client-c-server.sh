@@ -4,6 +4,6 @@
 . "$ROOT/selftests/lib/common.sh"
 cleanup() { pkill data_verify; two_hosts_down; }
 two_hosts siw_rs siw
-data_verify -- -m 8
-data_verify -q -- -m 4
+data_verify -- -m 2
+data_verify -q -- -m 1
 data_verify -E -- -E

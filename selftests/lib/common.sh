@@ -174,10 +174,10 @@ data_verify() {
 	[ -x /tmp/data_verify ] ||
 		gcc -O1 -Wall -Werror -o /tmp/data_verify "$ROOT/selftests/data/data_verify.c" \
 			-libverbs -lrdmacm
-	on_b timeout 300 /tmp/data_verify -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
+	on_b timeout 500 /tmp/data_verify -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
 	srv=$!
 	sleep 1
-	if ! out=$(on_a timeout 300 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
+	if ! out=$(on_a timeout 500 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
 		wait $srv || true
 		fail "data_verify client ${copts[*]}: $out; server: $(cat /tmp/dv-s.out)"
 	fi

@@ -113,7 +113,12 @@ impl CmId {
         ep: Arc<E>,
     ) -> Result {
         let raw = Arc::into_raw(ep);
-        let r = self.raw_event(CmEvent::ConnectRequest, Some(sock), d, raw.cast_mut().cast());
+        let r = self.raw_event(
+            CmEvent::ConnectRequest,
+            Some(sock),
+            d,
+            raw.cast_mut().cast(),
+        );
         if r.is_err() {
             // SAFETY: The core refused the event, so it never saw `raw`; it is ours again.
             drop(unsafe { Arc::from_raw(raw) });
@@ -192,7 +197,9 @@ unsafe fn conn_param<'a>(p: *const bindings::iw_cm_conn_param) -> Result<ConnPar
         &[][..]
     } else {
         // SAFETY: The core passes `private_data_len` readable bytes.
-        unsafe { core::slice::from_raw_parts(p.private_data.cast(), usize::from(p.private_data_len)) }
+        unsafe {
+            core::slice::from_raw_parts(p.private_data.cast(), usize::from(p.private_data_len))
+        }
     };
     Ok(ConnParam {
         private_data: pd,
@@ -295,7 +302,9 @@ impl<T: Driver> Adapter<T> {
             let dev = unsafe { Device::<T>::from_raw((*id).device) };
             let ep = T::iw_create_listen(dev, cm, backlog)?;
             // SAFETY: `iw_destroy_listen` takes it back.
-            unsafe { bindings::siw_rs_cm_id_set_provider_data(id, Arc::into_raw(ep).cast_mut().cast()) };
+            unsafe {
+                bindings::siw_rs_cm_id_set_provider_data(id, Arc::into_raw(ep).cast_mut().cast())
+            };
             Ok(0)
         })
     }

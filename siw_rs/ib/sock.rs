@@ -149,7 +149,13 @@ impl Socket {
     /// Sends `iov` minus its first `skip` bytes; returns how many bytes TCP took. Without
     /// `block`, a full send buffer gives `EAGAIN` (or a short count); `more` says more data
     /// follows at once (`MSG_MORE`).
-    pub(crate) fn send(&self, iov: &[IoVec<'_>], skip: usize, block: bool, more: bool) -> Result<usize> {
+    pub(crate) fn send(
+        &self,
+        iov: &[IoVec<'_>],
+        skip: usize,
+        block: bool,
+        more: bool,
+    ) -> Result<usize> {
         let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
         let mut n = 0usize;
         let mut total = 0usize;
@@ -183,6 +189,9 @@ impl Socket {
     /// it consumed; consuming less stops the read (the rest stays queued). Returns the bytes
     /// consumed.
     pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+        /// # Safety
+        ///
+        /// `ctx` is the pointer to `f` passed below; `p` points to `len` readable bytes.
         unsafe extern "C" fn feed(ctx: *mut c_void, p: *const u8, len: usize) -> usize {
             // SAFETY: `ctx` is the `&mut &mut dyn FnMut` below, live for the whole read.
             let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
@@ -193,13 +202,8 @@ impl Socket {
         }
         let mut f = f;
         // SAFETY: A live socket; `feed` gets back the pointer to `f`, which outlives the call.
-        let r = unsafe {
-            bindings::siw_rs_sock_read(
-                self.as_ptr(),
-                (&raw mut f).cast(),
-                Some(feed),
-            )
-        };
+        let r =
+            unsafe { bindings::siw_rs_sock_read(self.as_ptr(), (&raw mut f).cast(), Some(feed)) };
         let r = i32::try_from(r).map_err(|_| EINVAL)?;
         to_result(r)?;
         usize::try_from(r).map_err(|_| EINVAL)
@@ -296,6 +300,11 @@ pub(crate) trait SockEvents: Send + Sync + Sized + 'static {
     fn sock_event(this: ArcBorrow<'_, Self>, what: u32);
 }
 
+/// A socket callback's call into the owner.
+///
+/// # Safety
+///
+/// `data` is the pointer [`Socket::attach`] stored, while the callbacks are installed.
 unsafe extern "C" fn event<E: SockEvents>(data: *const c_void, what: i32) {
     // SAFETY: `data` is the `Arc::into_raw` pointer `attach` stored; that reference lives
     // until `detach`, which waits for this callback to return.

@@ -9,7 +9,6 @@
 
 use super::{
     bindings,
-    sock::IoVec,
     device::{
         Adapter,
         Device,
@@ -19,6 +18,7 @@ use super::{
         Obj,
         User, //
     },
+    sock::IoVec,
 };
 use crate::proto::qp::VerbsState;
 use core::ptr::NonNull;
@@ -304,7 +304,12 @@ impl UserPages {
     pub(crate) fn new(umem: Umem, len: u64) -> Result<Self> {
         let u = umem.0.as_ptr();
         // SAFETY: A live umem.
-        let (n, first) = unsafe { (bindings::siw_rs_umem_num_pages(u), bindings::siw_rs_umem_offset(u)) };
+        let (n, first) = unsafe {
+            (
+                bindings::siw_rs_umem_num_pages(u),
+                bindings::siw_rs_umem_offset(u),
+            )
+        };
         let mut raw: KVec<*mut bindings::page> = KVec::with_capacity(n, GFP_KERNEL)?;
         raw.resize(n, core::ptr::null_mut(), GFP_KERNEL)?;
         // SAFETY: A live umem; `raw` has room for `n` entries.
@@ -322,7 +327,6 @@ impl UserPages {
             pages.push(a as usize, GFP_KERNEL)?;
         }
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
-        let first = usize::try_from(first).map_err(|_| EINVAL)?;
         if first.checked_add(len).ok_or(EINVAL)? > n.saturating_mul(kernel::page::PAGE_SIZE) {
             return Err(EINVAL);
         }
@@ -422,7 +426,8 @@ pub(crate) struct Wc {
 fn wc_opcode(op: u8) -> bindings::ib_wc_opcode {
     match u32::from(op) {
         bindings::siw_opcode_SIW_OP_WRITE => bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
-        bindings::siw_opcode_SIW_OP_SEND | bindings::siw_opcode_SIW_OP_SEND_WITH_IMM
+        bindings::siw_opcode_SIW_OP_SEND
+        | bindings::siw_opcode_SIW_OP_SEND_WITH_IMM
         | bindings::siw_opcode_SIW_OP_SEND_REMOTE_INV => bindings::ib_wc_opcode_IB_WC_SEND,
         bindings::siw_opcode_SIW_OP_READ | bindings::siw_opcode_SIW_OP_READ_LOCAL_INV => {
             bindings::ib_wc_opcode_IB_WC_RDMA_READ
@@ -992,9 +997,7 @@ impl<T: Driver> Adapter<T> {
         let solicited = flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
             == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
         let pending = T::req_notify_cq(q, solicited);
-        c_int::from(
-            pending && flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0,
-        )
+        c_int::from(pending && flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
     }
 
     /// The `get_dma_mr` callback.
