@@ -10,6 +10,7 @@
 use crate::{
     cq::Completion,
     ib::{
+        mem::SharedMem,
         object::{wc, OP_RECEIVE, RQE_SIZE},
         sock::KernelCrc,
         verbs::access,
@@ -32,8 +33,6 @@ struct RxSend {
     id: u64,
     sges: [Sge; 6],
     nsge: usize,
-    /// Bytes placed so far (the message length once it ends).
-    len: u32,
     /// The first error found while placing (the receive completes with it).
     status: Option<u16>,
 }
@@ -242,7 +241,6 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxSt
         s.status = Some(wc::LOC_LEN_ERR);
         return Err(RxStop::Term(TermError::DdpUntaggedTooLong));
     }
-    s.len = s.len.max(at.saturating_add(p.len() as u32));
     Ok(())
 }
 
@@ -316,47 +314,40 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
     }
 }
 
-/// Takes the next posted receive (`siw_rqe_get()`): the slot must be exactly VALID.
+/// Takes the next posted receive (`siw_rqe_get()`), from the QP's RQ or its SRQ: the slot
+/// must be exactly VALID.
 fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
-    let Some(rq) = qp.rq.as_ref() else {
-        return take_srqe(qp);
-    };
-    let off = rq.offset(st.rq_get, RQE_SIZE);
-    let flags = rq.mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
-    if flags.load(Ordering::Acquire) != crate::ib::object::wqe::VALID {
-        return None;
+    match qp.rq.as_ref() {
+        Some(rq) => take_from(
+            &rq.mem,
+            rq.offset(st.rq_get, RQE_SIZE),
+            qp.rq_max_sges,
+            &mut st.rq_get,
+        ),
+        None => {
+            let srq = qp.srq.as_ref()?;
+            let mut get = srq.get.lock();
+            take_from(&srq.mem, srq.offset(*get), srq.max_sge, &mut get)
+        }
     }
-    let rqe: Rqe = rq.mem.read(off)?;
-    flags.store(0, Ordering::Release);
-    st.rq_get = st.rq_get.wrapping_add(1);
-    let nsge = usize::from(rqe.num_sge).min(qp.rq_max_sges as usize).min(6);
-    Some(RxSend {
-        id: rqe.id,
-        sges: rqe.sge,
-        nsge,
-        len: 0,
-        status: None,
-    })
 }
 
-/// Takes the next receive of the QP's SRQ.
-fn take_srqe(qp: &QpCore) -> Option<RxSend> {
-    let srq = qp.srq.as_ref()?;
-    let mut get = srq.get.lock();
-    let off = srq.offset(*get);
-    let flags = srq.mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
+/// Takes the receive queue element at `off` of `mem` and advances the consumer index `get`.
+fn take_from(mem: &SharedMem, off: usize, max_sge: u32, get: &mut u32) -> Option<RxSend> {
+    let flags = mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
     if flags.load(Ordering::Acquire) != crate::ib::object::wqe::VALID {
         return None;
     }
-    let rqe: Rqe = srq.mem.read(off)?;
+    let rqe: Rqe = mem.read(off)?;
     flags.store(0, Ordering::Release);
     *get = get.wrapping_add(1);
-    let nsge = usize::from(rqe.num_sge).min(srq.max_sge as usize).min(6);
+    let nsge = usize::from(rqe.num_sge)
+        .min(max_sge as usize)
+        .min(rqe.sge.len());
     Some(RxSend {
         id: rqe.id,
         sges: rqe.sge,
         nsge,
-        len: 0,
         status: None,
     })
 }

@@ -924,20 +924,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `udata` is NULL or the command's.
             let mut user = unsafe { User::<T>::from_udata(udata) };
             let (data, keys) = T::reg_user_mr(pdo, mr, user.as_mut())?;
-            let obj = KBox::new(
-                MrAlloc::<T> {
-                    ib: pin_init::zeroed(),
-                    data,
-                },
-                GFP_KERNEL,
-            )?;
-            let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
-            // SAFETY: `raw` is the freshly allocated MR; the core fills in the rest.
-            unsafe {
-                (*raw).lkey = keys.lkey;
-                (*raw).rkey = keys.rkey;
-            }
-            Ok(raw)
+            MrAlloc::<T>::publish(data, keys)
         })();
         match r {
             Ok(p) => p,
@@ -1014,20 +1001,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: A live PD of this device.
             let pdo = unsafe { Pd::<T>::from_raw(pd) };
             let (data, keys) = T::get_dma_mr(pdo, u32::try_from(access).map_err(|_| EINVAL)?)?;
-            let obj = KBox::new(
-                MrAlloc::<T> {
-                    ib: pin_init::zeroed(),
-                    data,
-                },
-                GFP_KERNEL,
-            )?;
-            let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
-            // SAFETY: `raw` is the freshly allocated MR; the core fills in the rest.
-            unsafe {
-                (*raw).lkey = keys.lkey;
-                (*raw).rkey = keys.rkey;
-            }
-            Ok(raw)
+            MrAlloc::<T>::publish(data, keys)
         })();
         match r {
             Ok(p) => p,
@@ -1045,7 +1019,7 @@ impl<T: Driver> Adapter<T> {
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: `mr` came from `reg_user_mr` (a `KBox<MrAlloc<T>>` with the `ib_mr` at
+        // SAFETY: `mr` came from `MrAlloc::publish` (a `KBox<MrAlloc<T>>` with the `ib_mr` at
         // offset 0); this is its last callback.
         let obj = unsafe { KBox::from_raw(mr.cast::<MrAlloc<T>>()) };
         T::dereg_mr(&obj.data);
@@ -1059,4 +1033,25 @@ impl<T: Driver> Adapter<T> {
 struct MrAlloc<T: Driver> {
     ib: bindings::ib_mr,
     data: T::Mr,
+}
+
+impl<T: Driver> MrAlloc<T> {
+    /// Allocates the MR for `data` with `keys`; the core fills in the rest of the `ib_mr`,
+    /// and `dereg_mr` frees it.
+    fn publish(data: T::Mr, keys: MrKeys) -> Result<*mut bindings::ib_mr> {
+        let obj = KBox::new(
+            Self {
+                ib: pin_init::zeroed(),
+                data,
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
+        // SAFETY: `raw` is the freshly allocated MR (the `ib_mr` at offset 0), ours alone.
+        unsafe {
+            (*raw).lkey = keys.lkey;
+            (*raw).rkey = keys.rkey;
+        }
+        Ok(raw)
+    }
 }
