@@ -4,8 +4,11 @@
 //! into registered memory, with one copy (from the socket buffer to the target pages).
 //!
 //! Every inbound placement is checked first: the STag must name a region of the QP's PD
-//! with the access right the operation needs (and the QP must grant it), and the range must
-//! lie inside the region. A failed check is a Terminate with the RFC's error code.
+//! with the access right the operation needs, and the range must lie inside the region. A
+//! failed check is a Terminate with the RFC's error code. (QP access flags are not
+//! enforced, as by the C siw; see `qp.rs`.)
+//!
+//! Everything here runs inside the socket read actor, in atomic context: spinlocks only.
 
 use crate::{
     cq::Completion,

@@ -33,11 +33,11 @@ use core::sync::atomic::{
     Ordering, //
 };
 use kernel::{
-    new_mutex,
+    new_spinlock,
     prelude::*,
     sync::{
         Arc,
-        Mutex, //
+        SpinLock, //
     },
 };
 
@@ -47,9 +47,10 @@ pub(crate) struct SrqShared {
     pub(crate) mem: Arc<SharedMem>,
     pub(crate) entries: u32,
     pub(crate) max_sge: u32,
-    /// The consumer index (free-running), taken by whichever QP receives.
+    /// The consumer index (free-running), taken by whichever QP receives. A spinlock:
+    /// receiving runs inside `skb_seq_read()`'s atomic mapping of the skb.
     #[pin]
-    pub(crate) get: Mutex<u32>,
+    pub(crate) get: SpinLock<u32>,
 }
 
 impl SrqShared {
@@ -105,7 +106,7 @@ impl SiwSrq {
                 mem,
                 entries,
                 max_sge: attr.max_sge,
-                get <- new_mutex!(0u32, "SrqShared::get"),
+                get <- new_spinlock!(0u32, "SrqShared::get"),
             }),
             GFP_KERNEL,
         )?;

@@ -171,17 +171,36 @@ data_verify() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
 	copts=("$@")
-	[ -x /tmp/data_verify ] ||
+	# Built once per test, never reused from an earlier run: the VM's /tmp is an overlay
+	# of the host's, which may hold a binary from an older data_verify.c.
+	if [ -z "${DATA_VERIFY_BUILT:-}" ]; then
 		gcc -O1 -Wall -Werror -o /tmp/data_verify "$ROOT/selftests/data/data_verify.c" \
 			-libverbs -lrdmacm
-	on_b timeout 500 /tmp/data_verify -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
+		DATA_VERIFY_BUILT=1
+	fi
+	on_b timeout 300 /tmp/data_verify -v -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
 	srv=$!
 	sleep 1
-	if ! out=$(on_a timeout 500 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
+	if ! out=$(on_a timeout 300 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
 		wait $srv || true
 		fail "data_verify client ${copts[*]}: $out; server: $(cat /tmp/dv-s.out)"
 	fi
-	wait $srv || fail "data_verify server ${sopts[*]}: $(cat /tmp/dv-s.out)"
+	# The client is done: the server has only its teardown left. If it is still
+	# there after 30 s, show where it waits before failing.
+	local n=0 rc=0
+	while kill -0 $srv 2>/dev/null && [ $n -lt 30 ]; do sleep 1; n=$((n + 1)); done
+	if kill -0 $srv 2>/dev/null; then
+		local p
+		for p in $(pgrep -x data_verify); do
+			echo "# data_verify $p stack:"; sed 's/^/#   /' "/proc/$p/stack"
+			if command -v gdb >/dev/null; then
+				gdb -p "$p" -batch -ex 'thread apply all bt' 2>&1 | grep '^#' | sed 's/^/#   /'
+			fi
+		done
+		pkill -9 -x data_verify
+	fi
+	wait $srv || rc=$?
+	[ $rc = 0 ] || fail "data_verify server ${sopts[*]} (exit $rc): $(cat /tmp/dv-s.out)"
 	echo "$out" | sed 's/^/# /'
 }
 

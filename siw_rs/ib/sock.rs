@@ -188,6 +188,9 @@ impl Socket {
     /// Reads what the socket holds, passing each piece to `f`, which returns how much of it
     /// it consumed; consuming less stops the read (the rest stays queued). Returns the bytes
     /// consumed.
+    ///
+    /// `f` runs in atomic context (`skb_seq_read()` maps paged data with `kmap_atomic()`):
+    /// it may take spinlocks, never a mutex, and must not sleep.
     pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
         /// # Safety
         ///
