@@ -102,5 +102,6 @@ void siw_rs_wq_destroy(struct workqueue_struct *wq);
 
 struct ib_qp;
 void siw_rs_qp_event(struct ib_qp *qp, int event);
+void siw_rs_qp_srq_event(struct ib_qp *qp, int event);
 
 #endif

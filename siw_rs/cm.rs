@@ -17,7 +17,7 @@ use crate::{
     },
     proto::mpa::{
         build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd, MpaFrame,
-        MpaHeader, MpaPolicy, MpaReader, Reject, MAX_FRAME_LEN, PD_MAX_SIW,
+        MpaHeader, MpaPolicy, MpaReader, Reject, RtrSet, MAX_FRAME_LEN, PD_MAX_SIW,
     },
     qp::{LinkParams, QpCore},
     rx::{self, RxStop},
@@ -43,6 +43,9 @@ enum Phase {
     Requested,
     /// Connected and the MPA request sent; waiting for the reply.
     AwaitReply,
+    /// Responder in peer-to-peer mode: accepted, waiting for the initiator's RTR message
+    /// before reporting ESTABLISHED (RFC 6581).
+    AwaitRtr,
     /// In the Full Operation Phase.
     Established,
     /// Gone.
@@ -113,7 +116,10 @@ impl WorkItem<1> for Ep {
     fn run(this: Arc<Ep>) {
         work::timer_done();
         let mut g = this.inner.lock();
-        if matches!(g.phase, Phase::AwaitRequest | Phase::AwaitReply) {
+        if matches!(
+            g.phase,
+            Phase::AwaitRequest | Phase::AwaitReply | Phase::AwaitRtr
+        ) {
             pr_debug!("siw_rs: MPA timeout in {:?}\n", g.phase);
             this.close_locked(&mut g, How::Error);
         }
@@ -157,6 +163,24 @@ fn policy(ird: u32, ord: u32) -> MpaPolicy {
     p.ird = u16::try_from(ird).unwrap_or(u16::MAX).min(p.max_ird);
     p.ord = u16::try_from(ord).unwrap_or(u16::MAX).min(p.max_ord);
     p
+}
+
+/// The initiator's peer-to-peer request: the RTR types the `peer_to_peer` parameter
+/// offers (none: no request).
+fn initiator_p2p(p: &mut MpaPolicy) {
+    let m = crate::module_parameters::peer_to_peer.value();
+    p.rtr = RtrSet {
+        send: m & 1 != 0,
+        write: m & 2 != 0,
+        read: m & 4 != 0,
+    };
+    p.p2p = !p.rtr.is_empty();
+}
+
+/// The responder honours a peer-to-peer request with a Write or Read RTR, as the C siw.
+fn responder_p2p(p: &mut MpaPolicy) {
+    p.p2p = true;
+    p.rtr = RtrSet::WRITE_READ;
 }
 
 fn clamp_u8(v: u16) -> u8 {
@@ -248,6 +272,11 @@ impl Ep {
                 }
                 Phase::Established => {
                     self.data(&mut g);
+                    return;
+                }
+                Phase::AwaitRtr => {
+                    self.data(&mut g);
+                    self.check_rtr(&mut g);
                     return;
                 }
                 Phase::Requested | Phase::Closed => return,
@@ -423,7 +452,12 @@ impl Ep {
         let ok = match g.qp.as_ref() {
             Some(qp) => {
                 let mut st = qp.st.lock();
-                qp.connected(&mut st, self.clone(), params).is_ok()
+                let ok = qp.connected(&mut st, self.clone(), params).is_ok();
+                // Peer-to-peer: the RTR message is the first FPDU, before any work.
+                if let (true, Some(rtr), Some(link)) = (ok, agreed.rtr, st.link.as_mut()) {
+                    link.tx.send_rtr(rtr);
+                }
+                ok
             }
             None => false,
         };
@@ -448,6 +482,29 @@ impl Ep {
         }
         g.phase = Phase::Established;
         true
+    }
+
+    /// Responder in peer-to-peer mode: once the initiator's RTR message is in (any
+    /// complete message, as the C siw checks), the connection is established.
+    fn check_rtr(self: &Arc<Self>, g: &mut Inner) {
+        if g.phase != Phase::AwaitRtr {
+            return;
+        }
+        let Some(qp) = g.qp.as_ref() else {
+            return;
+        };
+        let rtr_in = qp
+            .st
+            .lock()
+            .link
+            .as_ref()
+            .is_some_and(|l| l.rx.messages > 0);
+        if rtr_in {
+            g.phase = Phase::Established;
+            if let Some(cm) = g.cm.as_ref() {
+                let _ = cm.event(CmEvent::Established, None, &EventData::default());
+            }
+        }
     }
 
     /// The data path: receive what arrived, send what is queued, notice the peer leaving.
@@ -525,7 +582,12 @@ impl Ep {
         if let Some(qp) = g.qp.take() {
             let mut st = qp.st.lock();
             let ours = st.ep.as_ref().is_none_or(|e| Arc::ptr_eq(e, self));
-            if ours && matches!(prev, Phase::Established | Phase::AwaitReply) {
+            if ours
+                && matches!(
+                    prev,
+                    Phase::Established | Phase::AwaitReply | Phase::AwaitRtr
+                )
+            {
                 qp.link_down(&mut st);
                 if how == How::Error {
                     st.fatal_event();
@@ -540,7 +602,12 @@ impl Ep {
         drop(g.listener.take());
         if let Some(cm) = g.cm.take() {
             match prev {
-                Phase::Established => {
+                Phase::Established | Phase::AwaitRtr => {
+                    if prev == Phase::AwaitRtr {
+                        // The iw_cm accepted and waits in CONN_RECV, where a CLOSE would
+                        // hit its BUG(): complete the connection, then end it.
+                        let _ = cm.event(CmEvent::Established, None, &EventData::default());
+                    }
                     if how == How::Peer {
                         let _ = cm.event(CmEvent::Disconnect, None, &EventData::default());
                     }
@@ -592,7 +659,8 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     }
     let s = sock::connect(&cm)?;
     let ep = Ep::new(d.tables.clone(), Phase::AwaitReply, Some(s), None)?;
-    let pol = policy(p.ird, p.ord);
+    let mut pol = policy(p.ird, p.ord);
+    initiator_p2p(&mut pol);
     let (header, ird_ord) = build_request(&pol);
     let mut private_data = KVec::new();
     private_data.extend_from_slice(p.private_data, GFP_KERNEL)?;
@@ -636,7 +704,8 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, ep: Arc<Ep>, p: &ConnParam<'_>
     if g.phase != Phase::Requested {
         return Err(ECONNRESET);
     }
-    let pol = policy(p.ird, p.ord);
+    let mut pol = policy(p.ird, p.ord);
+    responder_p2p(&mut pol);
     let acc = match g.mpa.frame().ok().map(|f| negotiate_responder(&pol, &f)) {
         Some(Ok(a)) => a,
         _ => {
@@ -662,14 +731,24 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, ep: Arc<Ep>, p: &ConnParam<'_>
         }
     }
     g.qp = Some(qp);
-    g.phase = Phase::Established;
+    let await_rtr = acc.agreed.rtr.is_some();
+    g.phase = if await_rtr {
+        Phase::AwaitRtr
+    } else {
+        Phase::Established
+    };
     if !send_frame(g.sock.as_ref(), &acc.reply_frame(p.private_data)) {
         ep.close_locked(&mut g, How::Error);
         return Err(ECONNRESET);
     }
-    let _ = cm.event(CmEvent::Established, None, &EventData::default());
+    if !await_rtr {
+        let _ = cm.event(CmEvent::Established, None, &EventData::default());
+    }
     g.cm = Some(cm);
     drop(g);
+    if await_rtr {
+        ep.arm_timeout(MPA_REPLY_TIMEOUT_MS);
+    }
     ep.kick();
     Ok(())
 }

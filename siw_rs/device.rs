@@ -394,7 +394,7 @@ impl ibdev::Driver for Siw {
 
     fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle> {
         // Called under the connection manager's spinlock: no sleeping locks here.
-        dev.data().tables.qp(qpn)?.cm_handle.as_ref().copied()
+        dev.data().tables.cm_handle(qpn)
     }
 
     fn iw_qp_ref(qp: &Qp<Self>, get: bool) {

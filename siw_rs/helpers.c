@@ -548,3 +548,18 @@ void siw_rs_qp_event(struct ib_qp *qp, int event)
 	if (qp->event_handler)
 		qp->event_handler(&ev, qp->qp_context);
 }
+
+/* An event of the SRQ a QP receives from (the QP keeps the SRQ in use). */
+void siw_rs_qp_srq_event(struct ib_qp *qp, int event)
+{
+	struct ib_srq *srq = qp->srq;
+	struct ib_event ev = {
+		.device = qp->device,
+		.event = event,
+	};
+
+	if (!srq || !srq->event_handler)
+		return;
+	ev.element.srq = srq;
+	srq->event_handler(&ev, srq->srq_context);
+}

@@ -46,6 +46,9 @@ pub(crate) struct RxState {
     send: Option<RxSend>,
     /// The region the current tagged FPDU goes to, and the offset of its first byte.
     tagged: Option<(Arc<MrCore>, usize)>,
+    /// Complete messages received (saturating); a peer-to-peer responder waits for one,
+    /// the RTR.
+    pub(crate) messages: u32,
 }
 
 /// Why receiving stopped for good.
@@ -70,6 +73,7 @@ impl RxState {
             ),
             send: None,
             tagged: None,
+            messages: 0,
         })
     }
 
@@ -144,6 +148,11 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
         }
         (Opcode::RdmaWrite, DdpHdr::Tagged(t)) => {
             let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
+            if len == 0 {
+                // Nothing to place, so nothing to validate (the C siw's rule; a
+                // peer-to-peer RTR Write names STag 1).
+                return Ok(());
+            }
             let mr = qp
                 .tables
                 .mr(t.stag)
@@ -167,6 +176,10 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
                 && rel.is_some_and(|r| r.saturating_add(u64::from(len)) <= u64::from(o.len));
             if !inside {
                 return Err(RxStop::Term(TermError::DdpTaggedBaseBounds));
+            }
+            if len == 0 {
+                // The response to a zero-length Read: nothing to place.
+                return Ok(());
             }
             let mr = qp
                 .tables
@@ -258,6 +271,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
     if !h.last {
         return Ok(());
     }
+    link.rx.messages = link.rx.messages.saturating_add(1);
     match h.opcode {
         Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
             let s = link
@@ -296,12 +310,16 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             };
             // O2: serving a Read needs REMOTE_READ on the region. (QP access flags are
             // not checked, as by the C siw: librdmacm leaves them unset on iWARP.)
-            let mr = qp
-                .tables
-                .mr(rr.src_stag)
-                .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
-            mr.check(qp.pd, rr.src_to, rr.size, access::REMOTE_READ)
-                .map_err(|e| RxStop::Term(read_err(e)))?;
+            // A zero-length Read is not validated and gets a zero-length response
+            // (RFC 5040 section 5.2.1).
+            if rr.size != 0 {
+                let mr = qp
+                    .tables
+                    .mr(rr.src_stag)
+                    .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
+                mr.check(qp.pd, rr.src_to, rr.size, access::REMOTE_READ)
+                    .map_err(|e| RxStop::Term(read_err(e)))?;
+            }
             let ird = usize::from(link.params.ird);
             if link.tx.irq.len() >= ird {
                 return Err(RxStop::Term(TermError::RdmapCatastrophicStream));
@@ -330,7 +348,16 @@ fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
         None => {
             let srq = qp.srq.as_ref()?;
             let mut get = srq.get.lock();
-            take_from(&srq.mem, srq.offset(*get), srq.max_sge, &mut get)
+            let at = *get;
+            let r = take_from(&srq.mem, srq.offset(at), srq.max_sge, &mut get)?;
+            let event = srq.limit_reached(at);
+            drop(get);
+            if event {
+                if let Some(h) = &st.handle {
+                    h.srq_limit_event();
+                }
+            }
+            Some(r)
         }
     }
 }

@@ -45,6 +45,10 @@ module! {
             default: 2,
             description: "MPA revision to offer: 2 (RFC 6581, IRD/ORD negotiation; default) or 1",
         },
+        peer_to_peer: u32 {
+            default: 0,
+            description: "As initiator, request RFC 6581 peer-to-peer mode and offer these RTR messages (a mask: 1 zero-length Send, 2 zero-length RDMA Write, 4 zero-length RDMA Read; 6 is what the C siw offers when built with it). 0 (default): do not request it. As responder, siw_rs always honours a peer's request (Write or Read RTR)",
+        },
         max_fpdu: u32 {
             default: 0,
             description: "Largest FPDU payload in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384",

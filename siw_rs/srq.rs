@@ -13,6 +13,7 @@ use crate::{
     },
     ib::{
         object::{
+            wqe,
             UrespCreateSrq,
             User,
             RQE_SIZE, //
@@ -26,9 +27,11 @@ use crate::{
         Counted,
         Kind, //
     },
+    qp::WQE_FLAGS,
     queue::Ring,
 };
 use core::sync::atomic::{
+    AtomicBool,
     AtomicU32,
     Ordering, //
 };
@@ -51,12 +54,32 @@ pub(crate) struct SrqShared {
     /// receiving runs inside `skb_seq_read()`'s atomic mapping of the skb.
     #[pin]
     pub(crate) get: SpinLock<u32>,
+    /// The SRQ limit (`query_srq` reports it).
+    pub(crate) limit: AtomicU32,
+    /// Whether the limit event is armed: it fires once, when a receive leaves fewer than
+    /// `limit` elements posted, and disarms itself.
+    pub(crate) armed: AtomicBool,
 }
 
 impl SrqShared {
     /// The byte offset of the slot `counter` names.
     pub(crate) fn offset(&self, counter: u32) -> usize {
         ((counter & self.entries.wrapping_sub(1)) as usize).saturating_mul(RQE_SIZE)
+    }
+
+    /// With the element at `get` being taken: whether that leaves fewer than the limit
+    /// posted, with the event armed. Disarms it then, so the event fires once per arming
+    /// (`siw_rqe_get()`: the slot `limit` ahead is not valid). Called under `get`'s lock.
+    pub(crate) fn limit_reached(&self, get: u32) -> bool {
+        if !self.armed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let ahead = self.offset(get.wrapping_add(self.limit.load(Ordering::Relaxed)));
+        let valid = self
+            .mem
+            .atomic_u16(ahead.saturating_add(WQE_FLAGS))
+            .is_some_and(|f| f.load(Ordering::Acquire) & wqe::VALID != 0);
+        !valid && self.armed.swap(false, Ordering::Relaxed)
     }
 }
 
@@ -68,8 +91,6 @@ pub(crate) struct SiwSrq {
     pub(crate) ring: Ring,
     /// SGEs per element.
     max_sge: u32,
-    /// The armed limit (0: not armed); the limit event fires once when fewer elements remain.
-    limit: AtomicU32,
     _count: Counted,
 }
 
@@ -107,6 +128,8 @@ impl SiwSrq {
                 entries,
                 max_sge: attr.max_sge,
                 get <- new_spinlock!(0u32, "SrqShared::get"),
+                limit: AtomicU32::new(attr.srq_limit),
+                armed: AtomicBool::new(attr.srq_limit != 0),
             }),
             GFP_KERNEL,
         )?;
@@ -114,7 +137,6 @@ impl SiwSrq {
             shared,
             ring,
             max_sge: attr.max_sge,
-            limit: AtomicU32::new(attr.srq_limit),
             _count: count,
         };
         Ok((srq, out))
@@ -129,7 +151,11 @@ impl SiwSrq {
             if attr.srq_limit > self.ring.entries {
                 return Err(EINVAL);
             }
-            self.limit.store(attr.srq_limit, Ordering::Relaxed);
+            // As the C siw: a limit arms the event, zero disarms it.
+            let sh = &self.shared;
+            let _get = sh.get.lock();
+            sh.limit.store(attr.srq_limit, Ordering::Relaxed);
+            sh.armed.store(attr.srq_limit != 0, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -139,7 +165,7 @@ impl SiwSrq {
         SrqAttr {
             max_wr: self.ring.entries,
             max_sge: self.max_sge,
-            srq_limit: self.limit.load(Ordering::Relaxed),
+            srq_limit: self.shared.limit.load(Ordering::Relaxed),
         }
     }
 }

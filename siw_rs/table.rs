@@ -3,10 +3,18 @@
 //! Per-device lookup tables: QP numbers to QPs (`iw_get_qp`, the connection manager) and
 //! STag indices to memory regions (every local SGE and inbound tagged access).
 
-use crate::{mr::MrCore, qp::QpCore};
+use crate::{ib::cm::QpHandle, mr::MrCore, qp::QpCore};
 use kernel::{
+    new_spinlock_irq,
     prelude::*,
-    sync::Arc,
+    rbtree::{
+        RBTree,
+        RBTreeNode, //
+    },
+    sync::{
+        Arc,
+        SpinLockIrq, //
+    },
     xarray::{
         AllocKind,
         XArray, //
@@ -16,8 +24,10 @@ use kernel::{
 /// The tables of one device.
 #[pin_data]
 pub(crate) struct Tables {
+    /// QPs by number. An irq-safe lock: the connection manager looks QPs up under its own
+    /// `cm_id_priv->lock`, which other iWARP drivers take in softirq context.
     #[pin]
-    qps: XArray<Arc<QpCore>>,
+    qps: SpinLockIrq<RBTree<u32, Arc<QpCore>>>,
     #[pin]
     mrs: XArray<Arc<MrCore>>,
 }
@@ -27,7 +37,7 @@ impl Tables {
     pub(crate) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
-                qps <- XArray::new(AllocKind::Alloc1),
+                qps <- new_spinlock_irq!(RBTree::new(), "Tables::qps"),
                 mrs <- XArray::new(AllocKind::Alloc1),
             }),
             GFP_KERNEL,
@@ -36,26 +46,42 @@ impl Tables {
 
     /// Records `qp` under its number.
     pub(crate) fn insert_qp(&self, qpn: u32, qp: Arc<QpCore>) -> Result {
-        let mut g = self.qps.lock();
-        match g.store(qpn as usize, qp, GFP_ATOMIC) {
-            Ok(None) => Ok(()),
-            Ok(Some(old)) => {
+        let node = RBTreeNode::new(qpn, qp, GFP_KERNEL)?;
+        let refused = {
+            let mut g = self.qps.lock();
+            if g.get(&qpn).is_some() {
                 // Never happens (numbers are unique); keep the older QP.
-                drop(g.store(qpn as usize, old, GFP_ATOMIC));
-                Err(EEXIST)
+                Some(node)
+            } else {
+                g.insert(node);
+                None
             }
-            Err(e) => Err(e.error),
+        };
+        // Dropped here, outside the irq-safe lock.
+        match refused {
+            Some(_) => Err(EEXIST),
+            None => Ok(()),
         }
     }
 
     /// Forgets QP `qpn`.
     pub(crate) fn remove_qp(&self, qpn: u32) -> Option<Arc<QpCore>> {
-        self.qps.lock().remove(qpn as usize)
+        let node = self.qps.lock().remove_node(&qpn)?;
+        Some(node.to_key_value().1)
     }
 
     /// QP `qpn`.
     pub(crate) fn qp(&self, qpn: u32) -> Option<Arc<QpCore>> {
-        self.qps.lock().get(qpn as usize).map(Arc::from)
+        self.qps.lock().get(&qpn).cloned()
+    }
+
+    /// The `ib_qp` of QP `qpn`, for the connection manager: takes no reference, so
+    /// nothing can be freed in the caller's atomic context.
+    pub(crate) fn cm_handle(&self, qpn: u32) -> Option<QpHandle> {
+        self.qps
+            .lock()
+            .get(&qpn)
+            .and_then(|q| q.cm_handle.as_ref().copied())
     }
 
     /// Records `mr` under its STag index.

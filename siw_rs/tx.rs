@@ -20,6 +20,7 @@ use crate::{
         ddp::{QN_READ_REQUEST, QN_SEND},
         error::TermError,
         fpdu::{mulpdu, trailer},
+        mpa::Rtr,
         rdmap::{build_terminate, Opcode, RdmapHdr, ReadRequest, MAX_HDR_LEN},
         segment::{Message, Segmenter, Target},
     },
@@ -46,6 +47,8 @@ pub(crate) struct OrqEntry {
     pub(crate) sink_stag: u32,
     pub(crate) sink_to: u64,
     pub(crate) len: u32,
+    /// The peer-to-peer RTR Read: no work request behind it, so never completed.
+    pub(crate) rtr: bool,
 }
 
 /// Where an active element's payload comes from.
@@ -98,6 +101,8 @@ pub(crate) struct TxState {
     pub(crate) irq: KVec<ReadRequest>,
     /// A Terminate to send (the raw header that caused it, as far as known).
     term: Option<(TermError, [u8; MAX_HDR_LEN], usize)>,
+    /// The peer-to-peer RTR message to send before anything else (RFC 6581).
+    rtr: Option<Rtr>,
 }
 
 /// Why transmission stopped for good.
@@ -118,6 +123,7 @@ impl TxState {
             orq: KVec::with_capacity(usize::from(ord).max(1), GFP_KERNEL)?,
             irq: KVec::with_capacity(usize::from(ird).max(1), GFP_KERNEL)?,
             term: None,
+            rtr: None,
         })
     }
 
@@ -136,9 +142,16 @@ impl TxState {
         }
         self.fpdu = None;
         for o in self.orq.drain_all() {
-            let _ = v.push(Some((o.id, op::READ)), GFP_ATOMIC);
+            if !o.rtr {
+                let _ = v.push(Some((o.id, op::READ)), GFP_ATOMIC);
+            }
         }
         v
+    }
+
+    /// Queues the peer-to-peer RTR message; it goes out first.
+    pub(crate) fn send_rtr(&mut self, rtr: Rtr) {
+        self.rtr = Some(rtr);
     }
 
     /// Queues a Terminate for `err`, found in the FPDU whose header is `raw`.
@@ -301,12 +314,31 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             });
             continue;
         }
+        if let Some(rtr) = tx.rtr.take() {
+            let (message, orq) = rtr_message(rtr, &mut tx.msn);
+            let seg = Segmenter::new(message, mul).map_err(|_| TxStop::Failed)?;
+            if let Some(o) = orq {
+                tx.orq.push_within_capacity(o).map_err(|_| TxStop::Failed)?;
+            }
+            tx.active = Some(Active {
+                seg,
+                src: Source::None,
+                done: None,
+                term: false,
+            });
+            continue;
+        }
         if !tx.irq.is_empty() {
             let rr = tx.irq.remove(0).map_err(|_| TxStop::Failed)?;
-            let mr = qp.tables.mr(rr.src_stag).ok_or(TxStop::Failed)?;
-            let off = mr
-                .check(qp.pd, rr.src_to, rr.size, 0)
-                .map_err(|_| TxStop::Failed)?;
+            let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
+            // A zero-length Read names no memory (RFC 5040 section 5.2.1).
+            if rr.size != 0 {
+                let mr = qp.tables.mr(rr.src_stag).ok_or(TxStop::Failed)?;
+                let off = mr
+                    .check(qp.pd, rr.src_to, rr.size, 0)
+                    .map_err(|_| TxStop::Failed)?;
+                parts[0] = Some((mr, off, rr.size));
+            }
             let seg = Segmenter::new(
                 Message {
                     opcode: Opcode::ReadResponse,
@@ -320,8 +352,6 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
                 mul,
             )
             .map_err(|_| TxStop::Failed)?;
-            let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
-            parts[0] = Some((mr, off, rr.size));
             tx.active = Some(Active {
                 seg,
                 src: Source::Sges { parts },
@@ -510,6 +540,7 @@ fn activate(
                 sink_stag: sink.lkey,
                 sink_to: sink.laddr,
                 len: sink.length,
+                rtr: false,
             })
             .map_err(|_| wc::LOC_QP_OP_ERR)?;
         tx.active = Some(Active {
@@ -594,5 +625,70 @@ fn activate(
 
 /// The completion of a finished Read of ours.
 pub(crate) fn read_done(st: &QpState, o: &OrqEntry, status: u16) -> Option<Completion> {
-    (o.signalled || status != OK).then(|| sq_completion(st, o.id, op::READ, status, o.len))
+    (!o.rtr && (o.signalled || status != OK))
+        .then(|| sq_completion(st, o.id, op::READ, status, o.len))
+}
+
+/// The STag of the zero-length RDMA Write and Read RTR messages: the C siw's (1), which a
+/// zero-length operation never validates.
+const RTR_STAG: u32 = 1;
+
+/// The RTR message of RFC 6581 peer-to-peer mode, and for a Read RTR the ORQ entry its
+/// (zero-length) response matches.
+fn rtr_message(rtr: Rtr, msn: &mut [u32; 2]) -> (Message, Option<OrqEntry>) {
+    match rtr {
+        Rtr::Write => (
+            Message {
+                opcode: Opcode::RdmaWrite,
+                target: Target::Tagged {
+                    stag: RTR_STAG,
+                    to: 0,
+                },
+                rdmap: RdmapHdr::None,
+                len: 0,
+            },
+            None,
+        ),
+        Rtr::Read => {
+            let rr = ReadRequest {
+                sink_stag: 0,
+                sink_to: 0,
+                size: 0,
+                src_stag: RTR_STAG,
+                src_to: 0,
+            };
+            let m = Message {
+                opcode: Opcode::ReadRequest,
+                target: Target::Untagged {
+                    qn: QN_READ_REQUEST,
+                    msn: next_msn(&mut msn[1]),
+                    rsvd_ulp: 0,
+                },
+                rdmap: RdmapHdr::ReadRequest(rr),
+                len: 0,
+            };
+            let o = OrqEntry {
+                id: 0,
+                signalled: false,
+                sink_stag: 0,
+                sink_to: 0,
+                len: 0,
+                rtr: true,
+            };
+            (m, Some(o))
+        }
+        Rtr::Send => (
+            Message {
+                opcode: Opcode::Send,
+                target: Target::Untagged {
+                    qn: QN_SEND,
+                    msn: next_msn(&mut msn[0]),
+                    rsvd_ulp: 0,
+                },
+                rdmap: RdmapHdr::None,
+                len: 0,
+            },
+            None,
+        ),
+    }
 }

@@ -6,7 +6,9 @@
  *
  *   data_verify -s ADDR [-m MB]     server (passive side)
  *   data_verify -c ADDR [-m MB]     client (active side, drives the test)
- *   -q (server)  receive through a shared receive queue
+ *   -q (server)  receive through a shared receive queue, its limit armed at all the
+ *                receives posted: the first receive must raise exactly one
+ *                IBV_EVENT_SRQ_LIMIT_REACHED (the event disarms itself)
  *
  * Data phase (client-driven, message sizes from 1 byte to 256 KiB):
  *   write  the client fills a pattern into its buffer and RDMA Writes it to the server
@@ -31,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <stdint.h>
@@ -319,6 +322,22 @@ static struct ctl my_info(struct conn *c)
 
 /* ---- server ---- */
 
+/* The SRQ limit events for c's SRQ waiting on the (non-blocking) async fd. */
+static int srq_limit_events(struct conn *c)
+{
+	struct ibv_async_event ev;
+	int n = 0;
+
+	while (!ibv_get_async_event(c->id->verbs, &ev)) {
+		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == c->srq)
+			n++;
+		else
+			fprintf(stderr, "server: async event %s\n", ibv_event_type_str(ev.event_type));
+		ibv_ack_async_event(&ev);
+	}
+	return n;
+}
+
 static int server_conn(struct conn *c)
 {
 	struct rdma_cm_event *ev = expect(c, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -329,6 +348,15 @@ static int server_conn(struct conn *c)
 
 	rdma_ack_cm_event(ev);
 	setup_qp(c, id, use_srq);
+	if (c->srq) {
+		struct ibv_srq_attr sa = { .srq_limit = SLOTS };
+		int fl = fcntl(id->verbs->async_fd, F_GETFL);
+
+		if (fl < 0 || fcntl(id->verbs->async_fd, F_SETFL, fl | O_NONBLOCK))
+			die("async_fd");
+		if (ibv_modify_srq(c->srq, &sa, IBV_SRQ_LIMIT))
+			die("ibv_modify_srq limit");
+	}
 	if (rdma_accept(id, &cp))
 		die("rdma_accept");
 	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ESTABLISHED));
@@ -375,6 +403,15 @@ static int server_conn(struct conn *c)
 		}
 		bad |= !r.ok;
 		send_ctl(c, &r);
+	}
+	if (c->srq) {
+		int n = srq_limit_events(c);
+
+		printf("server: %d SRQ limit event(s)\n", n);
+		if (n != 1) {
+			fprintf(stderr, "FAIL: %d SRQ limit events, expected 1\n", n);
+			bad = 1;
+		}
 	}
 	if (verbose)
 		fprintf(stderr, "server: waiting for the disconnect\n");

@@ -202,6 +202,7 @@ data_verify() {
 	wait $srv || rc=$?
 	[ $rc = 0 ] || fail "data_verify server ${sopts[*]} (exit $rc): $(cat /tmp/dv-s.out)"
 	echo "$out" | sed 's/^/# /'
+	grep -h 'SRQ limit' /tmp/dv-s.out | sed 's/^/# /' || true
 }
 
 # capture_start / capture_frames: record host B's veth with tcpdump, then print the MPA

@@ -31,12 +31,31 @@ for t in "${tests[@]}"; do
 	rc=$?
 	klog=$(dmesg | tail -n +"$((before + 1))")
 	bad=$(grep -E "$bad_re" <<<"$klog")
+	# A test may name, in /tmp/siw_rs-known-report, one report of the C siw's own (an
+	# upstream bug it hits as a peer). It is excused only when it is the only report in
+	# the test's log and its first lines match; lockdep then stays off for the rest of the
+	# boot, so such a test must come last in its suite.
+	if [ -n "$bad" ] && [ -s /tmp/siw_rs-known-report ]; then
+		heads=$(grep -E 'WARNING:|BUG:|Oops|general protection fault|KASAN|UBSAN|refcount_t:|list_del corruption' <<<"$klog")
+		first=$(grep -nE -m1 "$bad_re" <<<"$klog" | cut -d: -f1)
+		if [ "$(wc -l <<<"$heads")" = 1 ] &&
+			grep -Eq -- "$(cat /tmp/siw_rs-known-report)" <<<"$(tail -n +"$first" <<<"$klog" | head -n 12)"; then
+			echo "# $name: excused a known C siw report: $heads"
+			bad=
+		fi
+	fi
+	rm -f /tmp/siw_rs-known-report
 	if [ $rc = 0 ] && [ -z "$bad" ]; then
 		echo "ok $n - $name"
 	else
 		echo "not ok $n - $name (exit $rc)"
 		sed 's/^/#   /' <<<"$out" | tail -n 40
-		[ -n "$bad" ] && { echo "#   kernel log:"; sed 's/^/#   | /' <<<"$klog" | tail -n 60; }
+		if [ -n "$bad" ]; then
+			# From a little before the first report on: its head names the culprit.
+			first=$(grep -nE -m1 "$bad_re" <<<"$klog" | cut -d: -f1)
+			echo "#   kernel log:"
+			tail -n +"$(( first > 5 ? first - 5 : 1 ))" <<<"$klog" | head -n 80 | sed 's/^/#   | /'
+		fi
 	fi
 done
 

@@ -183,6 +183,17 @@ impl QpHandle {
             )
         };
     }
+
+    /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` to the consumer of the QP's SRQ.
+    pub(crate) fn srq_limit_event(&self) {
+        // SAFETY: By the type invariant the QP is live, and a live QP keeps its SRQ.
+        unsafe {
+            bindings::siw_rs_qp_srq_event(
+                self.0.as_ptr(),
+                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED as i32,
+            )
+        };
+    }
 }
 
 /// Parameters from C.
