@@ -310,13 +310,18 @@ static void siw_rs_sk_call(struct sock *sk, int what)
 	read_lock_bh(&sk->sk_callback_lock);
 	ctx = sk->sk_user_data;
 	if (ctx) {
-		ctx->event(ctx->data, what);
+		/*
+		 * The original callbacks first: sk_stream_write_space() clears SOCK_NOSPACE.
+		 * Run after our event, it could clear the bit that our (already woken) sender
+		 * has just set on a new EAGAIN, and TCP would never call us again.
+		 */
 		if (what == SIW_RS_SK_DATA && ctx->saved_data_ready)
 			ctx->saved_data_ready(sk);
 		else if (what == SIW_RS_SK_WRITE && ctx->saved_write_space)
 			ctx->saved_write_space(sk);
 		else if (what == SIW_RS_SK_STATE && ctx->saved_state_change)
 			ctx->saved_state_change(sk);
+		ctx->event(ctx->data, what);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }

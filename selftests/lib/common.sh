@@ -174,7 +174,7 @@ data_verify() {
 	# Built once per test, never reused from an earlier run: the VM's /tmp is an overlay
 	# of the host's, which may hold a binary from an older data_verify.c.
 	if [ -z "${DATA_VERIFY_BUILT:-}" ]; then
-		gcc -O1 -Wall -Werror -o /tmp/data_verify "$ROOT/selftests/data/data_verify.c" \
+		gcc -O1 -g -Wall -Werror -o /tmp/data_verify "$ROOT/selftests/data/data_verify.c" \
 			-libverbs -lrdmacm
 		DATA_VERIFY_BUILT=1
 	fi
@@ -197,6 +197,9 @@ data_verify() {
 				gdb -p "$p" -batch -ex 'thread apply all bt' 2>&1 | grep '^#' | sed 's/^/#   /'
 			fi
 		done
+		# Whether the server's socket still holds unread bytes (Recv-Q) tells a lost
+		# receive wakeup from a lost completion.
+		echo "# host B sockets:"; on_b ss -tnoi | sed 's/^/#   /'
 		pkill -9 -x data_verify
 	fi
 	wait $srv || rc=$?
