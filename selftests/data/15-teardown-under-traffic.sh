@@ -9,7 +9,7 @@ cleanup() { pkill rping; two_hosts_down; }
 two_hosts siw_rs siw_rs
 on_b rping -s -a 192.168.77.2 -S 4096 -V >/tmp/td-s.out 2>&1 &
 srv=$!
-sleep 1
+listening_b 7174
 on_a rping -c -a 192.168.77.2 -S 4096 -V >/tmp/td-c.out 2>&1 &
 cli=$!
 sleep 8

@@ -34,12 +34,24 @@ rdma_dev_exists() {
 	[ -e "/sys/class/infiniband/$1" ] && has "^link $1/" "$(rdma link show 2>/dev/null)"
 }
 
+# udev_settle: `udevadm settle`, tried again when it cannot reach udevd at all (once in CI:
+# "Failed to wait for daemon to reply: Broken pipe"); a timeout is still an error.
+udev_settle() {
+	local try
+	for try in 1 2 3; do
+		udevadm settle -t 60 2>/tmp/udevadm.err && return 0
+		has 'daemon' "$(cat /tmp/udevadm.err)" || break
+		sleep 1
+	done
+	fail "udevadm settle: $(cat /tmp/udevadm.err)"
+}
+
 # veth_pair A B: a veth pair with both ends up, in the current namespace. udev gives a new
 # veth its persistent MAC shortly after creation; settle first, or a device created on it
 # keeps the old MAC as its GID.
 veth_pair() {
 	ip link add "$1" type veth peer name "$2"
-	udevadm settle
+	udev_settle
 	ip link set "$1" up
 	ip link set "$2" up
 }
@@ -69,7 +81,7 @@ two_hosts() {
 	# collide (EADDRINUSE) with host B's device listener (siw_rs's listen is dormant then).
 	ip link add va netns hostA index 77 type veth peer name vb netns hostB index 78
 	# udev gives new veths their persistent MACs; the GID is the MAC at device creation.
-	udevadm settle
+	udev_settle
 	ip -n hostA addr add 192.168.77.1/24 dev va
 	ip -n hostB addr add 192.168.77.2/24 dev vb
 	ip -n hostA link set va up
@@ -96,6 +108,18 @@ two_hosts_down() {
 on_a() { ip netns exec hostA "$@"; }
 on_b() { ip netns exec hostB "$@"; }
 
+# listening_b PORT: wait (30 s at most) until host B has a TCP listener on PORT. An iWARP
+# listen is a kernel TCP socket, so `ss` shows when a server started in the background is
+# ready; a fixed sleep was not enough on a loaded machine (the client got ECONNREFUSED).
+listening_b() {
+	local n
+	for n in $(seq 60); do
+		[ -n "$(on_b ss -Htln "sport = :$1")" ] && return 0
+		sleep 0.5
+	done
+	fail "nothing listens on host B port $1 after 30 s"
+}
+
 # rping_sizes N SIZE...: for each SIZE, an rping -V server on host B and client on host A,
 # N iterations; every ping's data is verified by rping on both sides, and the client must
 # report N verified pings.
@@ -105,7 +129,7 @@ rping_sizes() {
 	for size in "$@"; do
 		on_b timeout 120 rping -s -a 192.168.77.2 -C "$count" -S "$size" -V >/tmp/rping-s.out 2>&1 &
 		srv=$!
-		sleep 1
+		listening_b 7174
 		if ! out=$(on_a timeout 120 rping -c -a 192.168.77.2 -C "$count" -S "$size" -V -v 2>&1); then
 			wait $srv || true
 			fail "rping client, size $size: $out; server: $(cat /tmp/rping-s.out)"
@@ -130,7 +154,7 @@ perftest_all() {
 			ok=1
 			on_b timeout 180 "$t" -R -d "$DEV_B" -n 100 -s 4096 >/tmp/perf-s.out 2>&1 &
 			srv=$!
-			sleep 2
+			listening_b 18515
 			out=$(on_a timeout 180 "$t" -R -d "$DEV_A" -n 100 -s 4096 192.168.77.2 2>&1) || ok=0
 			wait $srv || ok=0
 			[ $ok = 1 ] && break
@@ -148,14 +172,14 @@ cm_tools() {
 	local out srv
 	on_b timeout 120 ucmatose -b 192.168.77.2 >/tmp/cm-s.out 2>&1 &
 	srv=$!
-	sleep 1
+	listening_b 7471
 	out=$(on_a timeout 120 ucmatose -s 192.168.77.2 -b 192.168.77.1 2>&1) ||
 		{ wait $srv || true; fail "ucmatose client: $out; server: $(cat /tmp/cm-s.out)"; }
 	wait $srv || fail "ucmatose server: $(cat /tmp/cm-s.out)"
 	has 'return status 0' "$out" || fail "ucmatose: $out"
 	on_b timeout 120 rdma_server -s 192.168.77.2 >/tmp/cm-s.out 2>&1 &
 	srv=$!
-	sleep 1
+	listening_b 7471
 	out=$(on_a timeout 120 rdma_client -s 192.168.77.2 2>&1) ||
 		{ wait $srv || true; fail "rdma_client: $out; server: $(cat /tmp/cm-s.out)"; }
 	wait $srv || fail "rdma_server: $(cat /tmp/cm-s.out)"
@@ -180,7 +204,7 @@ data_verify() {
 	fi
 	on_b timeout 300 /tmp/data_verify -v -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
 	srv=$!
-	sleep 1
+	listening_b 7471
 	if ! out=$(on_a timeout 300 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
 		wait $srv || true
 		fail "data_verify client ${copts[*]}: $out; server: $(cat /tmp/dv-s.out)"

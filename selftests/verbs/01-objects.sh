@@ -22,7 +22,7 @@ veth_pair va vb
 ip link set va mtu 1500; ip link set vb mtu 1500
 # udev gives new veths a persistent MAC shortly after creation; a device created before
 # that keeps the old MAC as its GID, and the GID/GUID checks would flap.
-udevadm settle
+udev_settle
 rdma link add siw1 type siw netdev vb
 rdma link add siw_rs1 type siw_rs netdev va
 
