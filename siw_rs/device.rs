@@ -37,12 +37,15 @@ use crate::ib::{
     },
     verbs::{
         Cq,
+        KernelMem,
         MrKeys,
         Pd,
         Qp,
         QpInit,
         QpModify,
         QpQuery,
+        RecvWr,
+        SendWr,
         Srq,
         SrqAttr,
         SrqMask,
@@ -347,6 +350,22 @@ impl ibdev::Driver for Siw {
         qp.data().doorbell()
     }
 
+    fn post_send(qp: &Qp<Self>, wr: &SendWr) -> Result {
+        qp.data().post_send(wr)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result {
+        qp.data().post_recv(wr)
+    }
+
+    fn posted(qp: &Qp<Self>, send: bool) {
+        qp.data().posted(send)
+    }
+
+    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr) -> Result {
+        srq.data().post_recv(wr)
+    }
+
     fn reg_user_mr(
         pd: &Pd<Self>,
         mr: UserMr,
@@ -355,8 +374,8 @@ impl ibdev::Driver for Siw {
         SiwMr::new(pd.device::<Self>().data(), pd.id(), mr, user)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, _access: u32) -> Result<(SiwMr, MrKeys)> {
-        SiwMr::dma(pd.device::<Self>().data())
+    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<(SiwMr, MrKeys)> {
+        SiwMr::dma(pd.device::<Self>().data(), pd.id(), access, mem)
     }
 
     fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize {

@@ -527,6 +527,11 @@ void *siw_rs_page_address(struct page *page)
 	return page_address(page);
 }
 
+bool siw_rs_virt_addr_valid(const void *addr)
+{
+	return virt_addr_valid(addr);
+}
+
 u32 siw_rs_crc32c(u32 crc, const void *p, size_t len)
 {
 	return crc32c(crc, p, len);

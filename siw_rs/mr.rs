@@ -17,7 +17,9 @@ use crate::{
         },
         verbs::{
             access,
+            KernelMem,
             MrKeys,
+            MrMem,
             UserMr,
             UserPages, //
         },
@@ -63,8 +65,8 @@ pub(crate) struct MrCore {
     access: u32,
     /// Start of the region (the iova both sides address it by).
     virt: u64,
-    /// The pinned pages.
-    pub(crate) pages: UserPages,
+    /// The memory: pinned user pages, or kernel memory for a DMA MR.
+    pub(crate) pages: MrMem,
 }
 
 impl MrCore {
@@ -129,7 +131,7 @@ impl SiwMr {
                 pd,
                 access: mr.access,
                 virt: mr.virt,
-                pages: UserPages::new(mr.umem, mr.len)?,
+                pages: MrMem::User(UserPages::new(mr.umem, mr.len)?),
             },
             GFP_KERNEL,
         )?;
@@ -157,13 +159,29 @@ impl SiwMr {
 }
 
 impl SiwMr {
-    /// A kernel consumer's DMA MR. It gets keys, but is not in the lookup table: the data
-    /// path places into registered user memory only so far (kernel QPs cannot post yet), so
-    /// any use of these keys fails the STag check.
-    pub(crate) fn dma(dev: &SiwDev) -> Result<(Self, MrKeys)> {
+    /// A kernel consumer's DMA MR in PD `pd`: all of kernel memory, by kernel virtual
+    /// address, with the rights `access` (remote rights only with the consumer's
+    /// `IB_PD_UNSAFE_GLOBAL_RKEY`, as the core asks for them then alone).
+    pub(crate) fn dma(
+        dev: &SiwDev,
+        pd: usize,
+        access: u32,
+        mem: KernelMem,
+    ) -> Result<(Self, MrKeys)> {
         let count = Counted::new(&dev.counts, Kind::Mr, MAX_MR)?;
         let index = next_index();
         let stag = index << 8;
+        let core = Arc::new(
+            MrCore {
+                stag,
+                pd,
+                access,
+                virt: 0,
+                pages: MrMem::Kernel(mem),
+            },
+            GFP_KERNEL,
+        )?;
+        dev.tables.insert_mr(index, core)?;
         Ok((
             Self {
                 index,

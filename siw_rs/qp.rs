@@ -22,7 +22,9 @@ use crate::{
     ib::{
         cm::QpHandle,
         object::{
+            op,
             wc,
+            wqe,
             UrespCreateQp,
             User,
             MAX_INLINE,
@@ -33,13 +35,17 @@ use crate::{
         },
         verbs::{
             access,
+            wr,
             Cq,
             CqRef,
             QpCap,
             QpInit,
             QpModify,
-            QpQuery, //
+            QpQuery,
+            RecvWr,
+            SendWr, //
         },
+        work,
     },
     limit::{
         Counted,
@@ -49,24 +55,37 @@ use crate::{
         self as sm,
         State, //
     },
-    queue::Ring,
+    queue::{
+        post_wqe,
+        Ring, //
+    },
     rx::RxState,
     srq::SrqShared,
     table::Tables,
-    tx::TxState,
+    tx::{
+        TxState,
+        INLINE_OFF, //
+    },
 };
 use core::sync::atomic::{
+    fence,
     AtomicU32,
+    AtomicU8,
     Ordering, //
 };
 use kernel::{
-    new_mutex,
+    impl_has_work, new_mutex, new_spinlock_irq, new_work,
     prelude::*,
     sync::{
         Arc,
         Completion as Done,
         Mutex,
-        SetOnce, //
+        SetOnce,
+        SpinLockIrq, //
+    },
+    workqueue::{
+        Work,
+        WorkItem, //
     },
 };
 
@@ -208,6 +227,84 @@ pub(crate) struct QpCore {
     released: Done,
     /// The `ib_qp`, for the connection manager (`iw_get_qp` runs under its spinlock).
     pub(crate) cm_handle: SetOnce<QpHandle>,
+    /// The producer indices of a kernel QP's queues. Kernel consumers post from any context
+    /// (completion handlers run in softirq), so posting never takes the state mutex.
+    #[pin]
+    posting: SpinLockIrq<Posting>,
+    /// The QP state as last set under `st` (a [`state_code`]), for posting.
+    state_now: AtomicU8,
+    /// Runs what kernel posting started: sending in RTS, flushing in ERROR.
+    #[pin]
+    work: Work<QpCore>,
+}
+
+/// The producer indices (free-running) of a kernel QP's send and receive queues.
+#[derive(Default)]
+struct Posting {
+    sq: u32,
+    rq: u32,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for QpCore { self.work }
+}
+
+impl WorkItem for QpCore {
+    type Pointer = Arc<QpCore>;
+
+    fn run(this: Arc<QpCore>) {
+        let ep = {
+            let mut st = this.st.lock();
+            match st.state {
+                State::Error => {
+                    this.flush_sq(&mut st);
+                    this.flush_rq(&mut st);
+                    None
+                }
+                State::Rts => st.ep.clone(),
+                _ => None,
+            }
+        };
+        if let Some(ep) = ep {
+            ep.kick();
+        }
+    }
+}
+
+/// [`State`] as a number, for [`QpCore::state_now`].
+fn state_code(s: State) -> u8 {
+    match s {
+        State::Idle => 0,
+        State::Rtr => 1,
+        State::Rts => 2,
+        State::Closing => 3,
+        State::Terminate => 4,
+        State::Error => 5,
+    }
+}
+
+/// The receive queue element for a kernel receive work request (flags left to the poster).
+fn rqe(wr: &RecvWr) -> Rqe {
+    let mut r = Rqe {
+        id: wr.id,
+        num_sge: u8::try_from(wr.num_sge).unwrap_or(u8::MAX),
+        opcode: OP_RECEIVE,
+        ..Default::default()
+    };
+    for (d, s) in r.sge.iter_mut().zip(wr.sge.iter().take(wr.num_sge)) {
+        *d = Sge {
+            laddr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        };
+    }
+    r
+}
+
+/// Posts a kernel receive work request into the ring `mem` at the slot `off` names.
+pub(crate) fn post_rqe(mem: &crate::ib::mem::SharedMem, off: usize, wr: &RecvWr) -> Result {
+    let r = rqe(wr);
+    post_wqe(mem, off, 0, || mem.write(off, r))
 }
 
 /// A queue pair.
@@ -303,6 +400,9 @@ impl SiwQp {
                 cm_refs: AtomicU32::new(1),
                 released <- Done::new(),
                 cm_handle: SetOnce::new(),
+                posting <- new_spinlock_irq!(Posting::default(), "QpCore::posting"),
+                state_now: AtomicU8::new(state_code(State::Idle)),
+                work <- new_work!("QpCore::work"),
             }),
             GFP_KERNEL,
         )?;
@@ -375,6 +475,101 @@ impl SiwQp {
         Ok(())
     }
 
+    /// A kernel consumer's send work request, into the send queue as the element a process
+    /// would write (the C siw's `siw_post_send()` for kernel QPs). In RTS the connection's
+    /// work sends it; in ERROR it completes flushed; before RTS there is no connection to
+    /// send on (`ENOTCONN`); a full queue is `ENOMEM`.
+    pub(crate) fn post_send(&self, w: &SendWr) -> Result {
+        let core = &*self.core;
+        if !matches!(core.state_now(), State::Rts | State::Error) {
+            return Err(ENOTCONN);
+        }
+        if w.num_sge > core.sq_max_sges as usize {
+            return Err(EINVAL);
+        }
+        let (opcode, rkey, raddr) = match w.opcode {
+            wr::RDMA_WRITE => (op::WRITE, w.rkey, w.remote_addr),
+            wr::RDMA_READ => (op::READ, w.rkey, w.remote_addr),
+            wr::SEND => (op::SEND, 0, 0),
+            wr::SEND_WITH_INV => (op::SEND_REMOTE_INV, w.invalidate_rkey, 0),
+            _ => return Err(EINVAL),
+        };
+        let mut flags = 0u16;
+        for (ib, siw) in [
+            (wr::SIGNALED, wqe::SIGNALLED),
+            (wr::SOLICITED, wqe::SOLICITED),
+            (wr::FENCE, wqe::READ_FENCE),
+        ] {
+            if w.flags & ib != 0 {
+                flags |= siw;
+            }
+        }
+        let mut sqe = Sqe {
+            id: w.id,
+            num_sge: u8::try_from(w.num_sge).map_err(|_| EINVAL)?,
+            opcode,
+            rkey,
+            raddr,
+            ..Default::default()
+        };
+        for (d, s) in sqe.sge.iter_mut().zip(w.sge.iter().take(w.num_sge)) {
+            *d = Sge {
+                laddr: s.addr,
+                length: s.length,
+                lkey: s.lkey,
+            };
+        }
+        let inline = w.inline.map(|(data, len)| {
+            sqe.num_sge = 1;
+            sqe.sge = Default::default();
+            sqe.sge[0].length = len;
+            flags |= wqe::INLINE;
+            data
+        });
+        let mut p = core.posting.lock();
+        let off = core.sq.offset(p.sq, SQE_SIZE);
+        post_wqe(&core.sq.mem, off, flags, || {
+            core.sq.mem.write(off, sqe)?;
+            match inline {
+                Some(d) => core.sq.mem.write(off.saturating_add(INLINE_OFF), d),
+                None => Ok(()),
+            }
+        })?;
+        p.sq = p.sq.wrapping_add(1);
+        Ok(())
+    }
+
+    /// A kernel consumer's receive work request, into the receive queue. Not with an SRQ
+    /// (the consumer posts to that), nor while the connection closes.
+    pub(crate) fn post_recv(&self, w: &RecvWr) -> Result {
+        let core = &*self.core;
+        let rq = core.rq.as_ref().ok_or(EINVAL)?;
+        if matches!(core.state_now(), State::Closing | State::Terminate)
+            || w.num_sge > core.rq_max_sges as usize
+        {
+            return Err(EINVAL);
+        }
+        let mut p = core.posting.lock();
+        post_rqe(&rq.mem, rq.offset(p.rq, RQE_SIZE), w)?;
+        p.rq = p.rq.wrapping_add(1);
+        Ok(())
+    }
+
+    /// A kernel consumer's list was posted: in RTS let the QP's work start sending, in
+    /// ERROR flush what was posted.
+    pub(crate) fn posted(&self, send: bool) {
+        // Pairs with `set_state`'s fence: either the flush of a state change sees what
+        // was just published, or this sees the new state.
+        fence(Ordering::SeqCst);
+        let s = self.core.state_now();
+        if s == State::Error || (send && s == State::Rts) {
+            if let Some(q) = work::queue() {
+                // Already queued: that run will see these too.
+                let _ = q.enqueue::<_, 0>(self.core.clone());
+            }
+        }
+    }
+
     /// `destroy_qp`: to ERROR (which closes the connection and flushes), out of the table,
     /// then wait until the connection manager has dropped its references.
     pub(crate) fn destroy(&self) {
@@ -427,7 +622,7 @@ impl QpCore {
                 sm::Refused::NotConnected => EINVAL,
                 sm::Refused::Undefined => ECONNABORTED,
             })?;
-            st.state = t.next;
+            self.set_state(&mut st, t.next);
             if t.flush_rq {
                 self.flush_rq(&mut st);
             }
@@ -447,6 +642,27 @@ impl QpCore {
         Ok(())
     }
 
+    /// Moves to state `s`. Posting reads the state without the lock: the fence orders the
+    /// new state before this thread's next look at the queues (a flush), against a poster's
+    /// fence between publishing an element and reading the state (`posted`).
+    fn set_state(&self, st: &mut QpState, s: State) {
+        st.state = s;
+        self.state_now.store(state_code(s), Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// The state as last set, read without the state lock.
+    fn state_now(&self) -> State {
+        match self.state_now.load(Ordering::Relaxed) {
+            0 => State::Idle,
+            1 => State::Rtr,
+            2 => State::Rts,
+            3 => State::Closing,
+            4 => State::Terminate,
+            _ => State::Error,
+        }
+    }
+
     /// The connection is up: RTS with `params`.
     pub(crate) fn connected(&self, st: &mut QpState, ep: Arc<Ep>, params: LinkParams) -> Result {
         match st.state {
@@ -463,13 +679,13 @@ impl QpCore {
         )?;
         st.link = Some(link);
         st.ep = Some(ep);
-        st.state = State::Rts;
+        self.set_state(st, State::Rts);
         Ok(())
     }
 
     /// The connection failed or closed: ERROR, flushing both queues.
     pub(crate) fn link_down(&self, st: &mut QpState) {
-        st.state = State::Error;
+        self.set_state(st, State::Error);
         self.drop_link(st);
         st.ep = None;
         self.flush_rq(st);

@@ -8,12 +8,39 @@ use crate::ib::{
         MmapEntry,
         SharedMem, //
     },
-    object::User,
+    object::{
+        wqe,
+        User, //
+    },
 };
+use crate::qp::WQE_FLAGS;
+use core::sync::atomic::Ordering;
 use kernel::{
     prelude::*,
     sync::Arc, //
 };
+
+/// Posts a kernel consumer's work queue element at byte offset `off` of `mem`, as a process
+/// would: `ENOMEM` while the slot still holds an element the driver has not taken (the queue
+/// is full); else `fill` writes the element with its flags word zero, and then the flags
+/// `flags | VALID` are published with release ordering, so the taker sees it whole.
+/// Callers serialise on their queue's producer index.
+pub(crate) fn post_wqe(
+    mem: &SharedMem,
+    off: usize,
+    flags: u16,
+    fill: impl FnOnce() -> Result,
+) -> Result {
+    let f = mem
+        .atomic_u16(off.checked_add(WQE_FLAGS).ok_or(EINVAL)?)
+        .ok_or(EINVAL)?;
+    if f.load(Ordering::Acquire) & wqe::VALID != 0 {
+        return Err(ENOMEM);
+    }
+    fill()?;
+    f.store(flags | wqe::VALID, Ordering::Release);
+    Ok(())
+}
 
 /// A ring of `entries` elements of `elem` bytes (plus `extra` bytes behind them), in memory
 /// that a user process can map when the queue belongs to one.

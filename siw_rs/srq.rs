@@ -19,6 +19,7 @@ use crate::{
             RQE_SIZE, //
         },
         verbs::{
+            RecvWr,
             SrqAttr,
             SrqMask, //
         },
@@ -27,7 +28,10 @@ use crate::{
         Counted,
         Kind, //
     },
-    qp::WQE_FLAGS,
+    qp::{
+        post_rqe,
+        WQE_FLAGS, //
+    },
     queue::Ring,
 };
 use core::sync::atomic::{
@@ -36,11 +40,12 @@ use core::sync::atomic::{
     Ordering, //
 };
 use kernel::{
-    new_spinlock,
+    new_spinlock, new_spinlock_irq,
     prelude::*,
     sync::{
         Arc,
-        SpinLock, //
+        SpinLock,
+        SpinLockIrq, //
     },
 };
 
@@ -59,6 +64,9 @@ pub(crate) struct SrqShared {
     /// Whether the limit event is armed: it fires once, when a receive leaves fewer than
     /// `limit` elements posted, and disarms itself.
     pub(crate) armed: AtomicBool,
+    /// The producer index (free-running) of a kernel consumer's SRQ.
+    #[pin]
+    put: SpinLockIrq<u32>,
 }
 
 impl SrqShared {
@@ -130,6 +138,7 @@ impl SiwSrq {
                 get <- new_spinlock!(0u32, "SrqShared::get"),
                 limit: AtomicU32::new(attr.srq_limit),
                 armed: AtomicBool::new(attr.srq_limit != 0),
+                put <- new_spinlock_irq!(0u32, "SrqShared::put"),
             }),
             GFP_KERNEL,
         )?;
@@ -157,6 +166,18 @@ impl SiwSrq {
             sh.limit.store(attr.srq_limit, Ordering::Relaxed);
             sh.armed.store(attr.srq_limit != 0, Ordering::Relaxed);
         }
+        Ok(())
+    }
+
+    /// A kernel consumer's receive work request, into the SRQ's ring.
+    pub(crate) fn post_recv(&self, w: &RecvWr) -> Result {
+        if w.num_sge > self.max_sge as usize {
+            return Err(EINVAL);
+        }
+        let sh = &self.shared;
+        let mut put = sh.put.lock();
+        post_rqe(&sh.mem, sh.offset(*put), w)?;
+        *put = put.wrapping_add(1);
         Ok(())
     }
 

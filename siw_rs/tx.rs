@@ -37,7 +37,7 @@ const MAX_FPDU: u32 = 16 * 1024;
 const HDR_BUF: usize = 96;
 
 /// Inline data offset in an SQE (`sge[1]`).
-const INLINE_OFF: usize = 40;
+pub(crate) const INLINE_OFF: usize = 40;
 
 /// An outstanding RDMA Read of ours.
 #[derive(Clone, Copy)]

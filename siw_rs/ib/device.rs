@@ -30,12 +30,15 @@ use super::{
     },
     verbs::{
         Cq,
+        KernelMem,
         MrKeys,
         Pd,
         Qp,
         QpInit,
         QpModify,
         QpQuery,
+        RecvWr,
+        SendWr,
         Srq,
         SrqAttr,
         SrqMask,
@@ -217,6 +220,14 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn destroy_qp(qp: &Qp<Self>);
     /// The user's send queue doorbell (POST_SEND without work requests).
     fn doorbell(qp: &Qp<Self>) -> Result;
+    /// A kernel consumer posts a send work request (one of a list).
+    fn post_send(qp: &Qp<Self>, wr: &SendWr) -> Result;
+    /// A kernel consumer posts a receive (one of a list).
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result;
+    /// A kernel consumer's list of sends (`send`) or receives was posted.
+    fn posted(qp: &Qp<Self>, send: bool);
+    /// A kernel consumer posts a receive to its SRQ (one of a list).
+    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr) -> Result;
 
     /// Registers user memory; returns the MR's data and keys.
     fn reg_user_mr(
@@ -226,8 +237,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<(Self::Mr, MrKeys)>;
     /// The MR is being deregistered; its data is dropped after this returns.
     fn dereg_mr(_mr: &Self::Mr) {}
-    /// A kernel consumer's DMA MR (all of memory, by kernel address).
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<(Self::Mr, MrKeys)>;
+    /// A kernel consumer's DMA MR (all of memory, by kernel address, through `mem`).
+    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<(Self::Mr, MrKeys)>;
     /// Takes completions from a kernel CQ into `out`; returns how many.
     fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize;
     /// Arms a kernel CQ; returns whether completions are already waiting.
@@ -574,6 +585,7 @@ impl<T: Driver> Adapter<T> {
         ops.destroy_qp = Some(Self::destroy_qp);
         ops.post_send = Some(Self::post_send);
         ops.post_recv = Some(Self::post_recv);
+        ops.post_srq_recv = Some(Self::post_srq_recv);
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
         ops.reg_user_mr = Some(Self::reg_user_mr);
         ops.dereg_mr = Some(Self::dereg_mr);

@@ -16,7 +16,8 @@ use super::{
     },
     object::{
         Obj,
-        User, //
+        User,
+        MAX_INLINE, //
     },
     sock::IoVec,
 };
@@ -389,6 +390,262 @@ impl UserPages {
             // SAFETY: As in `write`; the pages stay mapped for `'a` (they belong to `self`).
             f(unsafe { IoVec::from_raw(addr as *const u8, n) })
         })
+    }
+}
+
+/// A kernel consumer's DMA region (`get_dma_mr`): memory addressed by kernel virtual
+/// address (siw_rs does virtual DMA, so a consumer's DMA addresses are kernel addresses).
+///
+/// Every piece accessed must lie in the kernel's linear map (`virt_addr_valid`): an address
+/// outside it, even one a peer names through a global rkey the consumer chose to grant
+/// (`IB_PD_UNSAFE_GLOBAL_RKEY`), is an access error, never a fault. Inside it, the consumer
+/// answers for what it exposed, as with any DMA MR.
+///
+/// # Invariants
+///
+/// Made only by the `get_dma_mr` trampoline, where the kernel consumer that owns the region
+/// grants access to its memory through it, and for a kernel consumer's inline SGEs, which
+/// it hands over for reading by posting them.
+pub(crate) struct KernelMem(());
+
+impl KernelMem {
+    /// Calls `f` on the page-sized (or smaller) pieces of `len` bytes at address `addr`,
+    /// each checked to lie in the linear map.
+    fn pieces(&self, addr: usize, len: usize, mut f: impl FnMut(usize, usize) -> Result) -> Result {
+        const PS: usize = kernel::page::PAGE_SIZE;
+        addr.checked_add(len).ok_or(EFAULT)?;
+        let mut pos = addr;
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(PS.wrapping_sub(pos % PS));
+            // SAFETY: Only computes whether the address has a `struct page` in the linear map.
+            if !unsafe { bindings::siw_rs_virt_addr_valid(pos as *const c_void) } {
+                return Err(EFAULT);
+            }
+            f(pos, n)?;
+            pos = pos.wrapping_add(n);
+            left = left.wrapping_sub(n);
+        }
+        Ok(())
+    }
+}
+
+/// The memory a region names.
+pub(crate) enum MrMem {
+    /// Pinned user pages.
+    User(UserPages),
+    /// Kernel memory by kernel address (a DMA MR).
+    Kernel(KernelMem),
+}
+
+impl MrMem {
+    /// The region's length in bytes (a DMA MR spans all addresses).
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::User(u) => u.len(),
+            Self::Kernel(_) => usize::MAX,
+        }
+    }
+
+    /// Copies `src` to offset `off` of the region (for a DMA MR, to address `off`).
+    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+        match self {
+            Self::User(u) => u.write(off, src),
+            Self::Kernel(k) => {
+                let mut done = 0usize;
+                k.pieces(off, src.len(), |addr, n| {
+                    let s = src.get(done..done.saturating_add(n)).ok_or(EFAULT)?;
+                    // SAFETY: `pieces` checked that the bytes lie in linear-map pages, which
+                    // are mapped; the consumer granted writing them (invariant).
+                    unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
+                    done = done.saturating_add(n);
+                    Ok(())
+                })
+            }
+        }
+    }
+
+    /// The pieces of `len` bytes at `off`, for sending without a copy.
+    pub(crate) fn iovecs<'a>(
+        &'a self,
+        off: usize,
+        len: usize,
+        mut f: impl FnMut(IoVec<'a>) -> Result,
+    ) -> Result {
+        match self {
+            Self::User(u) => u.iovecs(off, len, f),
+            Self::Kernel(k) => k.pieces(off, len, |addr, n| {
+                // SAFETY: `pieces` checked that the bytes lie in mapped linear-map pages,
+                // which stay mapped; the consumer keeps the buffer while its work request
+                // is outstanding (the verbs contract), and granted reading it (invariant).
+                f(unsafe { IoVec::from_raw(addr as *const u8, n) })
+            }),
+        }
+    }
+}
+
+/// The most SGEs a kernel work request may carry (`struct siw_sqe` has room for six).
+pub(crate) const WR_MAX_SGE: usize = 6;
+
+/// A scatter/gather element of a kernel work request (`struct ib_sge`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct WrSge {
+    /// A kernel virtual address (siw_rs does virtual DMA).
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+/// Work request opcodes and flags (`enum ib_wr_opcode`, `enum ib_send_flags`).
+pub(crate) mod wr {
+    use super::bindings;
+    pub(crate) const RDMA_WRITE: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE;
+    pub(crate) const SEND: u32 = bindings::ib_wr_opcode_IB_WR_SEND;
+    pub(crate) const RDMA_READ: u32 = bindings::ib_wr_opcode_IB_WR_RDMA_READ;
+    pub(crate) const SEND_WITH_INV: u32 = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+    pub(crate) const FENCE: u32 = bindings::ib_send_flags_IB_SEND_FENCE as u32;
+    pub(crate) const SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+    pub(crate) const SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
+    pub(crate) const INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+}
+
+/// A kernel consumer's send work request (`struct ib_send_wr`, with `struct ib_rdma_wr`'s
+/// remote address and key for RDMA Write and Read).
+#[derive(Default)]
+pub(crate) struct SendWr {
+    /// `wr_id` (or `wr_cqe`, which kernel completions return in the same place).
+    pub(crate) id: u64,
+    /// `enum ib_wr_opcode`.
+    pub(crate) opcode: u32,
+    /// `IB_SEND_*`.
+    pub(crate) flags: u32,
+    pub(crate) sge: [WrSge; WR_MAX_SGE],
+    pub(crate) num_sge: usize,
+    pub(crate) remote_addr: u64,
+    pub(crate) rkey: u32,
+    /// The STag a Send with Invalidate names.
+    pub(crate) invalidate_rkey: u32,
+    /// With `IB_SEND_INLINE`: the data, copied at post time, and its length.
+    pub(crate) inline: Option<([u8; MAX_INLINE as usize], u32)>,
+}
+
+/// A kernel consumer's receive work request (`struct ib_recv_wr`).
+#[derive(Default)]
+pub(crate) struct RecvWr {
+    pub(crate) id: u64,
+    pub(crate) sge: [WrSge; WR_MAX_SGE],
+    pub(crate) num_sge: usize,
+}
+
+/// Copies a work request's scatter/gather list.
+///
+/// # Safety
+///
+/// `list` points to `n` valid `ib_sge`s when `n > 0`.
+unsafe fn wr_sges(list: *const bindings::ib_sge, n: c_int) -> Result<([WrSge; WR_MAX_SGE], usize)> {
+    let n = usize::try_from(n).map_err(|_| EINVAL)?;
+    if n > WR_MAX_SGE {
+        return Err(EINVAL);
+    }
+    let mut out = [WrSge::default(); WR_MAX_SGE];
+    for (i, o) in out.iter_mut().take(n).enumerate() {
+        // SAFETY: `i < n`, and the caller guarantees `n` entries.
+        let s = unsafe { &*list.add(i) };
+        *o = WrSge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        };
+    }
+    Ok((out, n))
+}
+
+/// Gathers a kernel consumer's inline data from its SGEs, which name kernel virtual
+/// addresses (as in the C siw, the lkey is not looked up: the data is copied now, and posting
+/// may run in any context).
+fn inline_data(sges: &[WrSge]) -> Result<([u8; MAX_INLINE as usize], u32)> {
+    let mut data = [0u8; MAX_INLINE as usize];
+    let mut n = 0usize;
+    for s in sges.iter().filter(|s| s.length != 0) {
+        let end = n.checked_add(s.length as usize).ok_or(EINVAL)?;
+        let dst = data.get_mut(n..end).ok_or(EINVAL)?;
+        let addr = usize::try_from(s.addr).map_err(|_| EINVAL)?;
+        let mut done = 0usize;
+        // INVARIANT (of `KernelMem`): a kernel consumer's own SGE, which it hands over for
+        // reading by posting it.
+        KernelMem(()).pieces(addr, dst.len(), |a, k| {
+            let d = dst.get_mut(done..done.saturating_add(k)).ok_or(EINVAL)?;
+            // SAFETY: `pieces` checked that the bytes lie in mapped linear-map pages; `d` is
+            // ours and `k` bytes long.
+            unsafe { core::ptr::copy_nonoverlapping(a as *const u8, d.as_mut_ptr(), k) };
+            done = done.saturating_add(k);
+            Ok(())
+        })?;
+        n = end;
+    }
+    Ok((data, n as u32))
+}
+
+impl SendWr {
+    /// Copies the work request `wr` points to.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is a valid `ib_send_wr` of a kernel consumer; for RDMA opcodes it is embedded in
+    /// an `ib_rdma_wr` (the verbs contract for those opcodes).
+    unsafe fn from_raw(wr: *const bindings::ib_send_wr) -> Result<Self> {
+        // SAFETY: By the function's contract.
+        let w = unsafe { &*wr };
+        // SAFETY: `wr_id` and `wr_cqe` share 8 bytes; any bit pattern is a valid `u64`.
+        let id = unsafe { w.__bindgen_anon_1.wr_id };
+        // SAFETY: `sg_list` holds `num_sge` entries (the verbs contract).
+        let (sge, num_sge) = unsafe { wr_sges(w.sg_list, w.num_sge) }?;
+        let (mut remote_addr, mut rkey, mut invalidate_rkey) = (0, 0, 0);
+        match w.opcode {
+            wr::RDMA_WRITE | wr::RDMA_READ => {
+                // SAFETY: RDMA opcodes come in an `ib_rdma_wr`, whose first field is `wr`.
+                let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
+                remote_addr = r.remote_addr;
+                rkey = r.rkey;
+            }
+            // SAFETY: A Send with Invalidate sets `ex.invalidate_rkey`; any bits are a `u32`.
+            wr::SEND_WITH_INV => invalidate_rkey = unsafe { w.ex.invalidate_rkey },
+            _ => {}
+        }
+        let flags = w.send_flags as u32;
+        let inline = if flags & wr::INLINE != 0 && w.opcode != wr::RDMA_READ {
+            Some(inline_data(&sge[..num_sge.min(WR_MAX_SGE)])?)
+        } else {
+            None
+        };
+        Ok(Self {
+            id,
+            opcode: w.opcode,
+            flags,
+            sge,
+            num_sge,
+            remote_addr,
+            rkey,
+            invalidate_rkey,
+            inline,
+        })
+    }
+}
+
+impl RecvWr {
+    /// Copies the work request `wr` points to.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is a valid `ib_recv_wr`.
+    unsafe fn from_raw(wr: *const bindings::ib_recv_wr) -> Result<Self> {
+        // SAFETY: By the function's contract.
+        let w = unsafe { &*wr };
+        // SAFETY: `wr_id` and `wr_cqe` share 8 bytes; any bit pattern is a valid `u64`.
+        let id = unsafe { w.__bindgen_anon_1.wr_id };
+        // SAFETY: `sg_list` holds `num_sge` entries (the verbs contract).
+        let (sge, num_sge) = unsafe { wr_sges(w.sg_list, w.num_sge) }?;
+        Ok(Self { id, sge, num_sge })
     }
 }
 
@@ -830,22 +1087,35 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         // SAFETY: A live QP.
         let q = unsafe { Qp::<T>::from_raw(qp) };
-        let r = if wr.is_null() {
+        let (r, bad) = if wr.is_null() {
             // A user QP's doorbell: the work requests are in the mapped send queue.
-            T::doorbell(q)
+            (T::doorbell(q), wr)
         } else if !q.is_kernel() {
             // A process posts through its mapped send queue, never as a list.
-            Err(EINVAL)
+            (Err(EINVAL), wr)
         } else {
-            // Kernel work request lists arrive with the data path.
-            Err(EOPNOTSUPP)
+            let mut cur = wr;
+            let mut r = Ok(());
+            while !cur.is_null() {
+                // SAFETY: A kernel consumer's list of valid work requests.
+                let w = unsafe { SendWr::from_raw(cur) };
+                r = w.and_then(|w| T::post_send(q, &w));
+                if r.is_err() {
+                    break;
+                }
+                // SAFETY: As above.
+                cur = unsafe { (*cur).next };
+            }
+            // What was posted before a failure stays posted.
+            T::posted(q, true);
+            (r, cur)
         };
         match r {
             Ok(()) => 0,
             Err(e) => {
                 if !bad_wr.is_null() {
                     // SAFETY: `bad_wr` is a valid out pointer when non-null.
-                    unsafe { *bad_wr = wr };
+                    unsafe { *bad_wr = bad };
                 }
                 e.to_errno()
             }
@@ -863,17 +1133,80 @@ impl<T: Driver> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
-        if !bad_wr.is_null() {
-            // SAFETY: `bad_wr` is a valid out pointer when non-null.
-            unsafe { *bad_wr = wr };
-        }
         // SAFETY: A live QP.
-        if unsafe { Qp::<T>::from_raw(qp) }.is_kernel() {
-            // Kernel receive lists arrive with the data path.
-            EOPNOTSUPP.to_errno()
-        } else {
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let (r, bad) = if !q.is_kernel() {
             // A process posts receives into its mapped receive queue.
-            EINVAL.to_errno()
+            (Err(EINVAL), wr)
+        } else {
+            let mut cur = wr;
+            let mut r = Ok(());
+            while !cur.is_null() {
+                // SAFETY: A kernel consumer's list of valid work requests.
+                let w = unsafe { RecvWr::from_raw(cur) };
+                r = w.and_then(|w| T::post_recv(q, &w));
+                if r.is_err() {
+                    break;
+                }
+                // SAFETY: As above.
+                cur = unsafe { (*cur).next };
+            }
+            T::posted(q, false);
+            (r, cur)
+        };
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad_wr.is_null() {
+                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                    unsafe { *bad_wr = bad };
+                }
+                e.to_errno()
+            }
+        }
+    }
+
+    /// The `post_srq_recv` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.post_srq_recv` of a device of driver
+    /// `T`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_srq_recv(
+        srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: A live SRQ.
+        let s = unsafe { Srq::<T>::from_raw(srq) };
+        // SAFETY: A live SRQ; `uobject` is set at creation for a process's SRQ only.
+        let (r, bad) = if !unsafe { (*srq).uobject }.is_null() {
+            // A process posts into its mapped queue.
+            (Err(EINVAL), wr)
+        } else {
+            let mut cur = wr;
+            let mut r = Ok(());
+            while !cur.is_null() {
+                // SAFETY: A kernel consumer's list of valid work requests.
+                let w = unsafe { RecvWr::from_raw(cur) };
+                r = w.and_then(|w| T::post_srq_recv(s, &w));
+                if r.is_err() {
+                    break;
+                }
+                // SAFETY: As above.
+                cur = unsafe { (*cur).next };
+            }
+            (r, cur)
+        };
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad_wr.is_null() {
+                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
+                    unsafe { *bad_wr = bad };
+                }
+                e.to_errno()
+            }
         }
     }
 
@@ -1000,7 +1333,9 @@ impl<T: Driver> Adapter<T> {
         let r = (|| -> Result<*mut bindings::ib_mr> {
             // SAFETY: A live PD of this device.
             let pdo = unsafe { Pd::<T>::from_raw(pd) };
-            let (data, keys) = T::get_dma_mr(pdo, u32::try_from(access).map_err(|_| EINVAL)?)?;
+            // INVARIANT: This is the consumer's DMA MR: it grants access to its memory.
+            let mem = KernelMem(());
+            let (data, keys) = T::get_dma_mr(pdo, u32::try_from(access).map_err(|_| EINVAL)?, mem)?;
             MrAlloc::<T>::publish(data, keys)
         })();
         match r {
