@@ -5,8 +5,8 @@
 # for byte; the server checks the two-SGE Send and its written buffer byte for byte and
 # replies with its status (posting from its softirq completion handler). insmod of the
 # client fails unless both sides verified. Both tear down with ib_drain_qp, which needs
-# flush completions for work posted in ERROR. Run siw_rs<->siw_rs and against the C siw
-# both ways.
+# flush completions for work posted in ERROR. Run siw_rs<->siw_rs (with the server's
+# receives posted to its QP, then to an SRQ), and against the C siw both ways.
 . "$ROOT/selftests/lib/common.sh"
 KV=$ROOT/selftests/data/kverbs
 cleanup() {
@@ -16,10 +16,11 @@ cleanup() {
 }
 [ -f "$KV/kvt_client.ko" ] && [ -f "$KV/kvt_server.ko" ] ||
 	fail "kvt modules not built (selftests/run builds them)"
-for p in "siw_rs siw_rs" "siw siw_rs" "siw_rs siw"; do
+for p in "siw_rs siw_rs 0" "siw_rs siw_rs 1" "siw siw_rs 0" "siw_rs siw 0"; do
 	set -- $p
 	two_hosts "$1" "$2"
-	on_b insmod "$KV/kvt_server.ko" addr=192.168.77.2 || fail "$1 -> $2: kvt_server load"
+	on_b insmod "$KV/kvt_server.ko" addr=192.168.77.2 srq="$3" ||
+		fail "$1 -> $2: kvt_server load"
 	listening_b 7472
 	if ! out=$(on_a insmod "$KV/kvt_client.ko" addr=192.168.77.2 2>&1); then
 		fail "$1 -> $2: kvt_client: $out; kernel log: $(dmesg | grep kvt_ | tail -n 20)"
@@ -33,5 +34,5 @@ for p in "siw_rs siw_rs" "siw siw_rs" "siw_rs siw"; do
 	on_a rmmod kvt_client || fail "$1 -> $2: rmmod kvt_client"
 	on_b rmmod kvt_server || fail "$1 -> $2: rmmod kvt_server"
 	two_hosts_down
-	log "$1 client -> $2 server: kernel Write, Read, Sends verified on both sides"
+	log "$1 client -> $2 server (srq=$3): kernel Write, Read, Sends verified on both sides"
 done

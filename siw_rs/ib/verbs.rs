@@ -649,6 +649,56 @@ impl RecvWr {
     }
 }
 
+/// A node of a work request list (`ib_send_wr`, `ib_recv_wr`).
+trait WrNode {
+    /// The next request.
+    ///
+    /// # Safety
+    ///
+    /// `p` points to a valid request.
+    unsafe fn next(p: *const Self) -> *const Self;
+}
+
+impl WrNode for bindings::ib_send_wr {
+    unsafe fn next(p: *const Self) -> *const Self {
+        // SAFETY: By the function's contract.
+        unsafe { (*p).next }
+    }
+}
+
+impl WrNode for bindings::ib_recv_wr {
+    unsafe fn next(p: *const Self) -> *const Self {
+        // SAFETY: By the function's contract.
+        unsafe { (*p).next }
+    }
+}
+
+/// Calls `post` on each request of the list `wr` until one fails; returns 0, or that
+/// failure's errno with `*bad_wr` pointing to the request (as the verbs ask).
+///
+/// # Safety
+///
+/// `wr` is null or a list of valid requests; `bad_wr` is null or a valid out pointer.
+unsafe fn walk<W: WrNode>(
+    wr: *const W,
+    bad_wr: *mut *const W,
+    mut post: impl FnMut(*const W) -> Result,
+) -> c_int {
+    let mut cur = wr;
+    while !cur.is_null() {
+        if let Err(e) = post(cur) {
+            if !bad_wr.is_null() {
+                // SAFETY: A valid out pointer (the caller's guarantee).
+                unsafe { *bad_wr = cur };
+            }
+            return e.to_errno();
+        }
+        // SAFETY: `cur` is a request of the list.
+        cur = unsafe { W::next(cur) };
+    }
+    0
+}
+
 /// A user memory region to register.
 pub(crate) struct UserMr {
     /// The pinned pages.
@@ -1087,39 +1137,24 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         // SAFETY: A live QP.
         let q = unsafe { Qp::<T>::from_raw(qp) };
-        let (r, bad) = if wr.is_null() {
+        if wr.is_null() {
             // A user QP's doorbell: the work requests are in the mapped send queue.
-            (T::doorbell(q), wr)
-        } else if !q.is_kernel() {
-            // A process posts through its mapped send queue, never as a list.
-            (Err(EINVAL), wr)
-        } else {
-            let mut cur = wr;
-            let mut r = Ok(());
-            while !cur.is_null() {
-                // SAFETY: A kernel consumer's list of valid work requests.
-                let w = unsafe { SendWr::from_raw(cur) };
-                r = w.and_then(|w| T::post_send(q, &w));
-                if r.is_err() {
-                    break;
-                }
-                // SAFETY: As above.
-                cur = unsafe { (*cur).next };
-            }
-            // What was posted before a failure stays posted.
-            T::posted(q, true);
-            (r, cur)
-        };
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
-                    unsafe { *bad_wr = bad };
-                }
-                e.to_errno()
-            }
+            return T::doorbell(q).map_or_else(|e| e.to_errno(), |()| 0);
         }
+        if !q.is_kernel() {
+            // A process posts through its mapped send queue, never as a list.
+            // SAFETY: The core's arguments.
+            return unsafe { walk(wr, bad_wr, |_| Err(EINVAL)) };
+        }
+        // SAFETY: The core's arguments: a kernel consumer's list of valid work requests.
+        let r = unsafe {
+            walk(wr, bad_wr, |w| {
+                SendWr::from_raw(w).and_then(|w| T::post_send(q, &w))
+            })
+        };
+        // What was posted before a failure stays posted.
+        T::posted(q, true);
+        r
     }
 
     /// The `post_recv` callback.
@@ -1135,35 +1170,19 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         // SAFETY: A live QP.
         let q = unsafe { Qp::<T>::from_raw(qp) };
-        let (r, bad) = if !q.is_kernel() {
+        if !q.is_kernel() {
             // A process posts receives into its mapped receive queue.
-            (Err(EINVAL), wr)
-        } else {
-            let mut cur = wr;
-            let mut r = Ok(());
-            while !cur.is_null() {
-                // SAFETY: A kernel consumer's list of valid work requests.
-                let w = unsafe { RecvWr::from_raw(cur) };
-                r = w.and_then(|w| T::post_recv(q, &w));
-                if r.is_err() {
-                    break;
-                }
-                // SAFETY: As above.
-                cur = unsafe { (*cur).next };
-            }
-            T::posted(q, false);
-            (r, cur)
-        };
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
-                    unsafe { *bad_wr = bad };
-                }
-                e.to_errno()
-            }
+            // SAFETY: The core's arguments.
+            return unsafe { walk(wr, bad_wr, |_| Err(EINVAL)) };
         }
+        // SAFETY: The core's arguments: a kernel consumer's list of valid work requests.
+        let r = unsafe {
+            walk(wr, bad_wr, |w| {
+                RecvWr::from_raw(w).and_then(|w| T::post_recv(q, &w))
+            })
+        };
+        T::posted(q, false);
+        r
     }
 
     /// The `post_srq_recv` callback.
@@ -1180,33 +1199,16 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: A live SRQ.
         let s = unsafe { Srq::<T>::from_raw(srq) };
         // SAFETY: A live SRQ; `uobject` is set at creation for a process's SRQ only.
-        let (r, bad) = if !unsafe { (*srq).uobject }.is_null() {
+        if !unsafe { (*srq).uobject }.is_null() {
             // A process posts into its mapped queue.
-            (Err(EINVAL), wr)
-        } else {
-            let mut cur = wr;
-            let mut r = Ok(());
-            while !cur.is_null() {
-                // SAFETY: A kernel consumer's list of valid work requests.
-                let w = unsafe { RecvWr::from_raw(cur) };
-                r = w.and_then(|w| T::post_srq_recv(s, &w));
-                if r.is_err() {
-                    break;
-                }
-                // SAFETY: As above.
-                cur = unsafe { (*cur).next };
-            }
-            (r, cur)
-        };
-        match r {
-            Ok(()) => 0,
-            Err(e) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: `bad_wr` is a valid out pointer when non-null.
-                    unsafe { *bad_wr = bad };
-                }
-                e.to_errno()
-            }
+            // SAFETY: The core's arguments.
+            return unsafe { walk(wr, bad_wr, |_| Err(EINVAL)) };
+        }
+        // SAFETY: The core's arguments: a kernel consumer's list of valid work requests.
+        unsafe {
+            walk(wr, bad_wr, |w| {
+                RecvWr::from_raw(w).and_then(|w| T::post_srq_recv(s, &w))
+            })
         }
     }
 

@@ -17,7 +17,8 @@
  *                     (posted from its softirq completion handler)
  *   client            checks the Read data byte for byte and the server's status
  * The client does all of this in module init: insmod fails unless everything verified.
- * The server reports in its `result` parameter: 1 verified, negative errno on failure.
+ * The server reports in its `result` parameter: 1 verified, negative errno on failure;
+ * with srq=1 it receives through a shared receive queue (ib_post_srq_recv).
  */
 #include <linux/module.h>
 #include <linux/inet.h>
@@ -75,6 +76,7 @@ struct kvt_conn {
 	struct ib_device *dev;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
+	struct ib_srq *srq;
 	u8 *buf, *buf2, *msg;
 	u64 buf_dma, buf2_dma, msg_dma;
 	struct ib_cqe cqe_recv0, cqe_recv1, cqe_send, cqe_read;
@@ -121,8 +123,9 @@ static int __maybe_unused post_msg(struct kvt_conn *c, int i, u32 len)
 	return ib_post_send(c->id->qp, &wr, NULL);
 }
 
-/* Buffers, PD, CQ and QP of a connection on c->id. */
-static int setup(struct kvt_conn *c, enum ib_poll_context poll, unsigned int pd_flags)
+/* Buffers, PD, CQ, SRQ (with_srq) and QP of a connection on c->id. */
+static int setup(struct kvt_conn *c, enum ib_poll_context poll, unsigned int pd_flags,
+		 bool with_srq)
 {
 	struct ib_qp_init_attr qa = {};
 	int rv;
@@ -154,6 +157,17 @@ static int setup(struct kvt_conn *c, enum ib_poll_context poll, unsigned int pd_
 		c->cq = NULL;
 		return rv;
 	}
+	if (with_srq) {
+		struct ib_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 2 } };
+
+		c->srq = ib_create_srq(c->pd, &sa);
+		if (IS_ERR(c->srq)) {
+			rv = PTR_ERR(c->srq);
+			c->srq = NULL;
+			return rv;
+		}
+		qa.srq = c->srq;
+	}
 	qa.send_cq = c->cq;
 	qa.recv_cq = c->cq;
 	qa.qp_type = IB_QPT_RC;
@@ -174,6 +188,8 @@ static void teardown(struct kvt_conn *c)
 		ib_drain_qp(c->id->qp);
 		rdma_destroy_qp(c->id);
 	}
+	if (c->srq)
+		ib_destroy_srq(c->srq);
 	if (c->cq)
 		ib_free_cq(c->cq);
 	if (c->pd)
@@ -192,6 +208,10 @@ static void teardown(struct kvt_conn *c)
 }
 
 #if KVT_SERVER
+
+static bool srq;
+module_param(srq, bool, 0444);
+MODULE_PARM_DESC(srq, "Receive through a shared receive queue");
 
 static int result;
 module_param(result, int, 0444);
@@ -292,7 +312,7 @@ static int srv_connect_request(struct rdma_cm_id *id)
 	c->cqe_recv1.done = srv_done;
 	c->cqe_send.done = srv_done;
 	INIT_WORK(&c->teardown, srv_teardown);
-	rv = setup(c, IB_POLL_SOFTIRQ, IB_PD_UNSAFE_GLOBAL_RKEY);
+	rv = setup(c, IB_POLL_SOFTIRQ, IB_PD_UNSAFE_GLOBAL_RKEY, srq);
 	if (!rv) {
 		/* Both receives in one list. */
 		struct ib_sge s0[2] = {
@@ -306,7 +326,7 @@ static int srv_connect_request(struct rdma_cm_id *id)
 		struct ib_recv_wr r0 = { .next = &r1, .wr_cqe = &c->cqe_recv0, .sg_list = s0,
 					 .num_sge = 2 };
 
-		rv = ib_post_recv(id->qp, &r0, NULL);
+		rv = c->srq ? ib_post_srq_recv(c->srq, &r0, NULL) : ib_post_recv(id->qp, &r0, NULL);
 	}
 	if (!rv)
 		rv = rdma_accept(id, &p);
@@ -456,7 +476,7 @@ static int cli_run(struct kvt_conn *c)
 	if (!rv)
 		rv = wait_event_type(c, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	if (!rv)
-		rv = setup(c, IB_POLL_WORKQUEUE, 0);
+		rv = setup(c, IB_POLL_WORKQUEUE, 0, false);
 	if (rv)
 		return rv;
 	for (i = 0; i < BUF_LEN; i++)
