@@ -8,6 +8,7 @@
 #   make kdir          print the test kernel's build directory
 #   make demo          build, boot a VM, show siw_rs moving data
 #   make check         host tests + VM selftests; last line: "N passed, N failed"
+#   make bench         perftest over siw_rs and the C siw in one VM (-icount), with ratios
 #   make CLIPPY=1      build with clippy
 #   make fmt           rustfmt the driver (the kernel's settings)
 
@@ -21,7 +22,7 @@ KMAKE := $(MAKE) -C $(KDIR) M=$(ROOT)/siw_rs LLVM=$(LLVM) RUSTC=/usr/bin/rustc \
 	RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library \
 	$(if $(CLIPPY),CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver)
 
-.PHONY: all modules kernel kdir clean check host-test selftest demo fmt
+.PHONY: all modules kernel kdir clean check host-test selftest demo bench fmt
 
 all: modules
 
@@ -51,6 +52,9 @@ selftest: modules
 
 demo:
 	@bash tools/demo
+
+bench:
+	@bash tools/bench
 
 fmt:
 	rustfmt siw_rs/siw_rs_main.rs

@@ -2,13 +2,14 @@
 # The guest half of tools/demo.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-export PATH="/usr/sbin:/sbin:$PATH"
+export ROOT PATH="/usr/sbin:/sbin:$PATH"
+. "$ROOT/selftests/lib/common.sh"
 run() { echo; echo "\$ $*"; "$@"; }
 
 run insmod "$ROOT/siw_rs/siw_rs.ko"
 ip netns add hostA; ip netns add hostB
 ip link add va netns hostA type veth peer name vb netns hostB
-udevadm settle
+udev_settle
 ip -n hostA addr add 192.168.77.1/24 dev va; ip -n hostA link set va up
 ip -n hostB addr add 192.168.77.2/24 dev vb; ip -n hostB link set vb up
 run ip netns exec hostA rdma link add siw_rs_a type siw_rs netdev va
@@ -26,13 +27,13 @@ echo "... $(wc -l </tmp/verbs_objects.out) checks in all"
 echo
 echo "rping -V between the two hosts: Send, RDMA Read and RDMA Write, every byte checked:"
 ip netns exec hostB rping -s -a 192.168.77.2 -C 5 -S 1024 -V >/tmp/rping-server.out 2>&1 &
-sleep 1
+listening_b 7174
 run ip netns exec hostA rping -c -a 192.168.77.2 -C 5 -S 1024 -V -v
 wait
 echo
 echo "ib_write_bw -R (perftest over rdma_cm; TCG makes the numbers meaningless):"
 ip netns exec hostB ib_write_bw -R -d siw_rs_b -n 200 >/dev/null 2>&1 &
-sleep 2
+listening_b 18515
 ip netns exec hostA ib_write_bw -R -d siw_rs_a -n 200 192.168.77.2 | tail -n 3
 wait
 run rdma link delete siw_rs_a
