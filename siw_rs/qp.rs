@@ -43,7 +43,8 @@ use crate::{
             QpModify,
             QpQuery,
             RecvWr,
-            SendWr, //
+            SendWr,
+            WrSge, //
         },
         work,
     },
@@ -291,14 +292,21 @@ fn rqe(wr: &RecvWr) -> Rqe {
         opcode: OP_RECEIVE,
         ..Default::default()
     };
-    for (d, s) in r.sge.iter_mut().zip(wr.sge.iter().take(wr.num_sge)) {
+    r.sge = queue_sges(&wr.sge, wr.num_sge);
+    r
+}
+
+/// A kernel work request's first `n` SGEs as a queue element holds them.
+fn queue_sges(sges: &[WrSge], n: usize) -> [Sge; 6] {
+    let mut out = [Sge::default(); 6];
+    for (d, s) in out.iter_mut().zip(sges.iter().take(n)) {
         *d = Sge {
             laddr: s.addr,
             length: s.length,
             lkey: s.lkey,
         };
     }
-    r
+    out
 }
 
 /// Posts a kernel receive work request into the ring `mem` at the slot `off` names.
@@ -510,15 +518,9 @@ impl SiwQp {
             opcode,
             rkey,
             raddr,
+            sge: queue_sges(&w.sge, w.num_sge),
             ..Default::default()
         };
-        for (d, s) in sqe.sge.iter_mut().zip(w.sge.iter().take(w.num_sge)) {
-            *d = Sge {
-                laddr: s.addr,
-                length: s.length,
-                lkey: s.lkey,
-            };
-        }
         let inline = w.inline.map(|(data, len)| {
             sqe.num_sge = 1;
             sqe.sge = Default::default();

@@ -614,7 +614,7 @@ impl SendWr {
         }
         let flags = w.send_flags as u32;
         let inline = if flags & wr::INLINE != 0 && w.opcode != wr::RDMA_READ {
-            Some(inline_data(&sge[..num_sge.min(WR_MAX_SGE)])?)
+            Some(inline_data(sge.get(..num_sge).unwrap_or(&[]))?)
         } else {
             None
         };
