@@ -72,7 +72,18 @@ void siw_rs_sock_attach(struct socket *s, struct siw_rs_sk_ctx *ctx);
 void siw_rs_sock_detach(struct socket *s);
 void siw_rs_sock_shutdown(struct socket *s);
 void siw_rs_sock_release(struct socket *s);
-int siw_rs_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len, bool block, bool more);
+/*
+ * A piece of data to send: copied from @base, or, when @page is set, spliced from that
+ * page (@base is then the piece's kernel address in it) without a copy.
+ */
+struct siw_rs_piece {
+	const void *base;
+	struct page *page;
+	size_t len;
+};
+
+int siw_rs_sock_send(struct socket *s, const struct siw_rs_piece *p, size_t n, bool block,
+		     bool more);
 long siw_rs_sock_read(struct socket *s, void *ctx, size_t (*feed)(void *ctx, const u8 *p, size_t len));
 /* 1: established, 0: connecting or listening, -errno or -ECONNRESET: gone. */
 int siw_rs_sock_alive(struct socket *s);

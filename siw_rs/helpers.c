@@ -382,13 +382,63 @@ void siw_rs_sock_release(struct socket *s)
 	sock_release(s);
 }
 
-int siw_rs_sock_send(struct socket *s, struct kvec *vec, size_t n, size_t len, bool block, bool more)
-{
-	struct msghdr msg = {
-		.msg_flags = (block ? 0 : MSG_DONTWAIT) | (more ? MSG_MORE : MSG_EOR),
-	};
+/* Most pieces one call takes (the Rust side's MAX_IOV). */
+#define SIW_RS_MAX_PIECES 16
 
-	return kernel_sendmsg(s, &msg, vec, n, len);
+/* A page piece TCP may reference (otherwise it is copied; splicing slab memory WARNs). */
+static bool siw_rs_spliceable(const struct siw_rs_piece *p)
+{
+	return p->page && sendpage_ok(p->page);
+}
+
+/*
+ * Sends @n pieces as one stream: runs of page pieces are spliced (MSG_SPLICE_PAGES: TCP
+ * takes page references instead of copying), the others copied, all under one socket lock.
+ * Returns the bytes TCP took (short when its buffer filled), or -errno if it took none.
+ */
+int siw_rs_sock_send(struct socket *s, const struct siw_rs_piece *p, size_t n, bool block,
+		     bool more)
+{
+	int flags = block ? 0 : MSG_DONTWAIT;
+	struct bio_vec bv[SIW_RS_MAX_PIECES];
+	struct kvec kv[SIW_RS_MAX_PIECES];
+	struct sock *sk = s->sk;
+	size_t i = 0, j;
+	int done = 0, rv = 0;
+
+	if (n > SIW_RS_MAX_PIECES)
+		return -EINVAL;
+	lock_sock(sk);
+	while (i < n) {
+		bool splice = siw_rs_spliceable(&p[i]);
+		struct msghdr msg = { .msg_flags = flags };
+		size_t len = 0;
+
+		for (j = i; j < n && siw_rs_spliceable(&p[j]) == splice; j++) {
+			if (splice)
+				bvec_set_page(&bv[j - i], p[j].page, p[j].len,
+					      offset_in_page(p[j].base));
+			else
+				kv[j - i] = (struct kvec){ (void *)p[j].base, p[j].len };
+			len += p[j].len;
+		}
+		if (splice) {
+			iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, j - i, len);
+			msg.msg_flags |= MSG_SPLICE_PAGES;
+		} else {
+			iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, kv, j - i, len);
+		}
+		msg.msg_flags |= (j < n || more) ? MSG_MORE : MSG_EOR;
+		rv = tcp_sendmsg_locked(sk, &msg, len);
+		if (rv <= 0)
+			break;
+		done += rv;
+		if ((size_t)rv < len)
+			break;
+		i = j;
+	}
+	release_sock(sk);
+	return done ? done : rv;
 }
 
 struct siw_rs_read {

@@ -33,6 +33,22 @@ use kernel::{prelude::*, sync::Arc};
 /// `sendmsg` (and at most one MSS on Ethernet, as the C siw's default).
 const MAX_FPDU: u32 = 16 * 1024;
 
+/// Read Responses of at least this size are sent from the user's pages without a copy
+/// (`MSG_SPLICE_PAGES`); below it the copy is cheaper than page references (the C siw's
+/// `SENDPAGE_THRESH`).
+///
+/// Only Read Responses: TCP may retransmit a spliced page as it is *then*, and nothing
+/// tells us when TCP lets go of it. A Read's source may not change until the peer's Read
+/// completes, and the peer completes it only after it has all the data, so a retransmit
+/// can never carry other bytes than the first transmission did (unless the responder races
+/// the Read, which RFC 5040 leaves undefined anyway). TCP holds its own references to the
+/// pages, so one unpinned by a deregistration meanwhile is not reused while TCP may still
+/// send it: no other memory can leak out this way. A Write or Send completes when TCP
+/// has taken the data, after which its buffer is the user's to reuse: a spliced page would
+/// then let a retransmit carry the new contents (the C siw splices unsignalled ones; we
+/// copy them).
+const ZCOPY_MIN: u32 = kernel::page::PAGE_SIZE as u32;
+
 /// Room for any header we send: the largest is a Terminate with copied headers.
 const HDR_BUF: usize = 96;
 
@@ -53,9 +69,11 @@ pub(crate) struct OrqEntry {
 
 /// Where an active element's payload comes from.
 enum Source {
-    /// Registered memory: up to six (region, offset, length) pieces.
+    /// Registered memory: up to six (region, offset, length) pieces. With `splice`, TCP
+    /// references pinned user pages instead of copying them (see [`ZCOPY_MIN`]).
     Sges {
         parts: [Option<(Arc<MrCore>, usize, u32)>; 6],
+        splice: bool,
     },
     /// Inline data copied out of the SQE.
     Inline {
@@ -354,7 +372,10 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             .map_err(|_| TxStop::Failed)?;
             tx.active = Some(Active {
                 seg,
-                src: Source::Sges { parts },
+                src: Source::Sges {
+                    parts,
+                    splice: rr.size >= ZCOPY_MIN,
+                },
                 done: None,
                 term: false,
             });
@@ -434,7 +455,7 @@ fn payload<'a>(
             }
             f(IoVec::new(data.get(s..e).ok_or(TxStop::Failed)?))
         }
-        Source::Sges { parts } => {
+        Source::Sges { parts, splice } => {
             let mut skip = off;
             let mut left = len;
             for (mr, base, plen) in parts.iter().flatten() {
@@ -448,12 +469,17 @@ fn payload<'a>(
                 let n = plen.wrapping_sub(skip).min(left);
                 let mut err = false;
                 mr.pages
-                    .iovecs(base.saturating_add(skip as usize), n as usize, |v| {
-                        f(v).map_err(|_| {
-                            err = true;
-                            EINVAL
-                        })
-                    })
+                    .iovecs(
+                        base.saturating_add(skip as usize),
+                        n as usize,
+                        *splice,
+                        |v| {
+                            f(v).map_err(|_| {
+                                err = true;
+                                EINVAL
+                            })
+                        },
+                    )
                     .map_err(|_| TxStop::Failed)?;
                 if err {
                     return Err(TxStop::Failed);
@@ -579,7 +605,13 @@ fn activate(
                 *p = Some((mr, off, s.length));
             }
         }
-        (Source::Sges { parts }, total)
+        (
+            Source::Sges {
+                parts,
+                splice: false,
+            },
+            total,
+        )
     };
     let (opcode, target) = match sqe.opcode {
         op::SEND | op::SEND_REMOTE_INV => {

@@ -44,19 +44,28 @@ unsafe impl Send for Socket {}
 unsafe impl Sync for Socket {}
 
 /// A piece of memory to send.
+///
+/// # Invariants
+///
+/// `ptr..ptr + len` is readable for `'a`. A non-null `page` is a page that holds the whole
+/// piece at `ptr` (its kernel address), fit for `MSG_SPLICE_PAGES` (not slab memory, and
+/// referenced for `'a`).
 #[derive(Clone, Copy)]
 pub(crate) struct IoVec<'a> {
     ptr: *const u8,
     len: usize,
+    page: *mut bindings::page,
     _p: PhantomData<&'a [u8]>,
 }
 
 impl<'a> IoVec<'a> {
     /// The bytes of `s`.
     pub(crate) fn new(s: &'a [u8]) -> Self {
+        // INVARIANT: A slice is readable for its lifetime; no page.
         Self {
             ptr: s.as_ptr(),
             len: s.len(),
+            page: core::ptr::null_mut(),
             _p: PhantomData,
         }
     }
@@ -67,9 +76,27 @@ impl<'a> IoVec<'a> {
     ///
     /// The bytes stay mapped and readable for `'a` (they may change: user memory).
     pub(super) unsafe fn from_raw(ptr: *const u8, len: usize) -> Self {
+        // INVARIANT: By the caller's guarantee; no page.
         Self {
             ptr,
             len,
+            page: core::ptr::null_mut(),
+            _p: PhantomData,
+        }
+    }
+
+    /// `len` bytes at `ptr` in `page`, which TCP may reference instead of copying them.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay mapped and readable for `'a`; `page` holds all of them at `ptr`, is
+    /// not slab memory, and stays referenced for `'a` (TCP takes its own references).
+    pub(super) unsafe fn from_page(ptr: *const u8, len: usize, page: *mut bindings::page) -> Self {
+        // INVARIANT: By the caller's guarantee.
+        Self {
+            ptr,
+            len,
+            page,
             _p: PhantomData,
         }
     }
@@ -148,7 +175,9 @@ impl Socket {
 
     /// Sends `iov` minus its first `skip` bytes; returns how many bytes TCP took. Without
     /// `block`, a full send buffer gives `EAGAIN` (or a short count); `more` says more data
-    /// follows at once (`MSG_MORE`).
+    /// follows at once (`MSG_MORE`). Pieces made with [`IoVec::from_page`] are spliced:
+    /// TCP keeps references to their pages, and may send the pages' contents as they are
+    /// when it (re)transmits.
     pub(crate) fn send(
         &self,
         iov: &[IoVec<'_>],
@@ -156,7 +185,7 @@ impl Socket {
         block: bool,
         more: bool,
     ) -> Result<usize> {
-        let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
+        let mut pc: [bindings::siw_rs_piece; MAX_IOV] = pin_init::zeroed();
         let mut n = 0usize;
         let mut total = 0usize;
         let mut skip = skip;
@@ -165,22 +194,22 @@ impl Socket {
                 skip -= v.len;
                 continue;
             }
-            let slot = kv.get_mut(n).ok_or(EINVAL)?;
-            // `skip < v.len`, so the pointer stays inside the piece.
-            slot.iov_base = v.ptr.wrapping_add(skip).cast_mut().cast();
-            slot.iov_len = v.len - skip;
-            total = total.checked_add(slot.iov_len).ok_or(EINVAL)?;
+            let slot = pc.get_mut(n).ok_or(EINVAL)?;
+            // `skip < v.len`, so the pointer stays inside the piece (and its page).
+            slot.base = v.ptr.wrapping_add(skip).cast();
+            slot.page = v.page;
+            slot.len = v.len - skip;
+            total = total.checked_add(slot.len).ok_or(EINVAL)?;
             skip = 0;
             n += 1;
         }
         if total == 0 {
             return Ok(0);
         }
-        // SAFETY: A live socket; the first `n` kvecs name readable memory (`IoVec`'s
-        // invariant) that `kernel_sendmsg` only reads.
-        let r = unsafe {
-            bindings::siw_rs_sock_send(self.as_ptr(), kv.as_mut_ptr(), n, total, block, more)
-        };
+        // SAFETY: A live socket; the first `n` pieces name readable memory, and their pages
+        // are fit for splicing (`IoVec`'s invariant); TCP only reads them, and takes its
+        // own references to the pages it keeps.
+        let r = unsafe { bindings::siw_rs_sock_send(self.as_ptr(), pc.as_ptr(), n, block, more) };
         to_result(r)?;
         usize::try_from(r).map_err(|_| EINVAL)
     }
