@@ -234,16 +234,20 @@ pub(crate) struct QpCore {
     posting: SpinLockIrq<Posting>,
     /// The QP state as last set under `st` (a [`state_code`]), for posting.
     state_now: AtomicU8,
-    /// Runs what kernel posting started: sending in RTS, flushing in ERROR.
+    /// Flushes what a kernel consumer posted in ERROR (which needs the state mutex).
     #[pin]
     work: Work<QpCore>,
 }
 
-/// The producer indices (free-running) of a kernel QP's send and receive queues.
+/// The producer indices (free-running) of a kernel QP's send and receive queues, and the
+/// connection that sends what is posted in RTS.
 #[derive(Default)]
 struct Posting {
     sq: u32,
     rq: u32,
+    /// `st.ep` while in RTS (so never its last reference), else `None`: posting kicks it
+    /// straight from any context, without the state mutex or a hop through the QP's work.
+    ep: Option<Arc<Ep>>,
 }
 
 impl_has_work! {
@@ -254,20 +258,10 @@ impl WorkItem for QpCore {
     type Pointer = Arc<QpCore>;
 
     fn run(this: Arc<QpCore>) {
-        let ep = {
-            let mut st = this.st.lock();
-            match st.state {
-                State::Error => {
-                    this.flush_sq(&mut st);
-                    this.flush_rq(&mut st);
-                    None
-                }
-                State::Rts => st.ep.clone(),
-                _ => None,
-            }
-        };
-        if let Some(ep) = ep {
-            ep.kick();
+        let mut st = this.st.lock();
+        if st.state == State::Error {
+            this.flush_sq(&mut st);
+            this.flush_rq(&mut st);
         }
     }
 }
@@ -557,18 +551,28 @@ impl SiwQp {
         Ok(())
     }
 
-    /// A kernel consumer's list was posted: in RTS let the QP's work start sending, in
-    /// ERROR flush what was posted.
+    /// A kernel consumer's list was posted: in RTS kick the connection to send it, in
+    /// ERROR let the QP's work flush it.
     pub(crate) fn posted(&self, send: bool) {
         // Pairs with `set_state`'s fence: either the flush of a state change sees what
         // was just published, or this sees the new state.
         fence(Ordering::SeqCst);
-        let s = self.core.state_now();
-        if s == State::Error || (send && s == State::Rts) {
-            if let Some(q) = work::queue() {
-                // Already queued: that run will see these too.
-                let _ = q.enqueue::<_, 0>(self.core.clone());
+        match self.core.state_now() {
+            State::Error => {
+                if let Some(q) = work::queue() {
+                    // Already queued: that run will see these too.
+                    let _ = q.enqueue::<_, 0>(self.core.clone());
+                }
             }
+            State::Rts if send => {
+                // A connection leaving RTS meanwhile clears `ep`, and its flush sees what
+                // was published (the fences above).
+                if let Some(ep) = self.core.posting.lock().ep.as_ref() {
+                    // The clone `kick` queues (or drops) is never the last: `ep` holds one.
+                    ep.kick();
+                }
+            }
+            _ => {}
         }
     }
 
@@ -649,6 +653,10 @@ impl QpCore {
     /// fence between publishing an element and reading the state (`posted`).
     fn set_state(&self, st: &mut QpState, s: State) {
         st.state = s;
+        let ep = if s == State::Rts { st.ep.clone() } else { None };
+        // Dropped after the spinlock, and never the last reference: `st.ep` still holds
+        // the endpoint while the state leaves RTS.
+        let _old = core::mem::replace(&mut self.posting.lock().ep, ep);
         self.state_now.store(state_code(s), Ordering::Relaxed);
         fence(Ordering::SeqCst);
     }
