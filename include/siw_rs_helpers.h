@@ -104,6 +104,7 @@ unsigned long siw_rs_umem_offset(struct ib_umem *umem);
 size_t siw_rs_umem_num_pages(struct ib_umem *umem);
 size_t siw_rs_umem_pages(struct ib_umem *umem, struct page **out, size_t n);
 void *siw_rs_page_address(struct page *page);
+struct page *siw_rs_virt_to_page(const void *addr);
 bool siw_rs_virt_addr_valid(const void *addr);
 
 u32 siw_rs_crc32c(u32 crc, const void *p, size_t len);

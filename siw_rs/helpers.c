@@ -577,6 +577,11 @@ void *siw_rs_page_address(struct page *page)
 	return page_address(page);
 }
 
+struct page *siw_rs_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
 bool siw_rs_virt_addr_valid(const void *addr)
 {
 	return virt_addr_valid(addr);

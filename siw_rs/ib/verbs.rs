@@ -290,14 +290,12 @@ impl Drop for Umem {
 ///
 /// # Invariants
 ///
-/// `pages` are the kernel addresses of the umem's pages, in order, and `structs` their
-/// `struct page` pointers; the first `first` bytes of the first page precede the region,
-/// which is `len` bytes long. The pages stay pinned (and mapped: siw_rs needs a kernel
-/// without highmem) while `umem` lives.
+/// `pages` are the kernel addresses of the umem's pages, in order; the first `first` bytes
+/// of the first page precede the region, which is `len` bytes long. The pages stay pinned
+/// (and mapped: siw_rs needs a kernel without highmem) while `umem` lives.
 pub(crate) struct UserPages {
     _umem: Umem,
     pages: KVec<usize>,
-    structs: KVec<usize>,
     first: usize,
     len: usize,
 }
@@ -321,7 +319,6 @@ impl UserPages {
             return Err(EFAULT);
         }
         let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
-        let mut structs = KVec::with_capacity(n, GFP_KERNEL)?;
         for p in raw.iter() {
             // SAFETY: A pinned page of the umem.
             let a = unsafe { bindings::siw_rs_page_address(*p) };
@@ -329,7 +326,6 @@ impl UserPages {
                 return Err(EFAULT);
             }
             pages.push(a as usize, GFP_KERNEL)?;
-            structs.push(*p as usize, GFP_KERNEL)?;
         }
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         if first.checked_add(len).ok_or(EINVAL)? > n.saturating_mul(kernel::page::PAGE_SIZE) {
@@ -339,7 +335,6 @@ impl UserPages {
         Ok(Self {
             _umem: umem,
             pages,
-            structs,
             first,
             len,
         })
@@ -350,14 +345,8 @@ impl UserPages {
         self.len
     }
 
-    /// Calls `f` on the page-sized (or smaller) pieces of `len` bytes at `off`, each as
-    /// (index of its page, kernel address, length).
-    fn pieces(
-        &self,
-        off: usize,
-        len: usize,
-        mut f: impl FnMut(usize, usize, usize) -> Result,
-    ) -> Result {
+    /// Calls `f` on the page-sized (or smaller) pieces of `len` bytes at `off`.
+    fn pieces(&self, off: usize, len: usize, mut f: impl FnMut(usize, usize) -> Result) -> Result {
         let end = off.checked_add(len).ok_or(EFAULT)?;
         if end > self.len {
             return Err(EFAULT);
@@ -366,11 +355,10 @@ impl UserPages {
         let mut pos = off.checked_add(self.first).ok_or(EFAULT)?;
         let mut left = len;
         while left > 0 {
-            let idx = pos / PS;
-            let page = *self.pages.get(idx).ok_or(EFAULT)?;
+            let page = *self.pages.get(pos / PS).ok_or(EFAULT)?;
             let in_page = pos % PS;
             let n = left.min(PS.wrapping_sub(in_page));
-            f(idx, page.wrapping_add(in_page), n)?;
+            f(page.wrapping_add(in_page), n)?;
             pos = pos.wrapping_add(n);
             left = left.wrapping_sub(n);
         }
@@ -380,7 +368,7 @@ impl UserPages {
     /// Copies `src` to offset `off` of the region.
     pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
         let mut done = 0usize;
-        self.pieces(off, src.len(), |_, addr, n| {
+        self.pieces(off, src.len(), |addr, n| {
             let s = src.get(done..done.saturating_add(n)).ok_or(EFAULT)?;
             // SAFETY: `addr..addr + n` lies in a pinned, mapped page of the region
             // (invariant and the bounds check in `pieces`); user space may access it
@@ -400,12 +388,14 @@ impl UserPages {
         splice: bool,
         mut f: impl FnMut(IoVec<'a>) -> Result,
     ) -> Result {
-        self.pieces(off, len, |idx, addr, n| {
-            let page = *self.structs.get(idx).ok_or(EFAULT)? as *mut bindings::page;
+        self.pieces(off, len, |addr, n| {
             if splice {
-                // SAFETY: As in `write`, the bytes lie in the pinned, mapped page `page`,
-                // which stays mapped and referenced for `'a` (`self` holds the pin); pinned
-                // user pages are never slab memory.
+                // SAFETY: `addr` is a linear-map address (no highmem, invariant), so this
+                // only computes its `struct page`.
+                let page = unsafe { bindings::siw_rs_virt_to_page(addr as *const c_void) };
+                // SAFETY: As in `write`, the bytes lie in the pinned, mapped page `page`
+                // (`pieces` never crosses a page), which stays mapped and referenced for
+                // `'a` (`self` holds the pin); pinned user pages are never slab memory.
                 f(unsafe { IoVec::from_page(addr as *const u8, n, page) })
             } else {
                 // SAFETY: As in `write`; the pages stay mapped for `'a` (they belong to `self`).
