@@ -1,6 +1,14 @@
 # Sourced by the tools: the toolchain and cache locations siw_rs builds with.
 # Rust for the kernel is Debian's rustc-web (rustup's rustc comes first on PATH and has
 # no library source); host crates use rustup's cargo.
+# A script that runs under errexit says which command failed, and where, before it ends:
+# a bare "Error 2" from make is no help to a newcomer.
+case $- in
+*e*)
+	set -E
+	trap 'rc=$?; printf "%s: line %s: \"%s\" failed (exit %s)\n" "${0##*/}" "$LINENO" "$BASH_COMMAND" "$rc" >&2' ERR
+	;;
+esac
 SIW_RS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SIW_RS_CACHE=${SIW_RS_CACHE:-/var/lib/siw_rs}
 SIW_RS_KVER=${SIW_RS_KVER:-7.3}
