@@ -38,6 +38,11 @@ pub const PD_MAX_WIRE: usize = 512;
 /// The C siw's receive limit on PD_Length, IRD/ORD word included
 /// (`RDMA_MAX_PRIVATE_DATA`, `siw_recv_mpa_rr()`).
 pub const PD_MAX_SIW: usize = 256;
+/// The most ULP private data (after the IRD/ORD word) a frame may carry for the Linux
+/// connection manager: `struct iw_cm_event` and `struct iw_cm_conn_param` count it in a
+/// `u8`, so more can never be handed up. A frame carrying more is refused
+/// ([`Reject::PrivateDataTooLong`]), never truncated.
+pub const PD_MAX_ULP: usize = 255;
 /// Length of the RFC 6581 IRD/ORD word.
 pub const IRD_ORD_LEN: usize = 4;
 /// The largest frame.
@@ -544,6 +549,8 @@ pub struct MpaPolicy {
     pub relaxed: bool,
     /// Allow FPDUs larger than the MSS when both sides set GSO_EXP (siw-private).
     pub gso_exp: bool,
+    /// The most ULP private data this side can take from the peer's frame.
+    pub max_private_data: usize,
 }
 
 impl Default for MpaPolicy {
@@ -561,6 +568,7 @@ impl Default for MpaPolicy {
             max_ord: SIW_MAX_IRD_ORD,
             relaxed: true,
             gso_exp: false,
+            max_private_data: PD_MAX_ULP,
         }
     }
 }
@@ -619,6 +627,10 @@ pub enum Reject {
     NoMatchingRtr,
     /// The responder set R (initiator side).
     PeerRejected,
+    /// The frame carries more ULP private data than this side can hand up
+    /// ([`MpaPolicy::max_private_data`]). A responder answers with R; an initiator
+    /// fails the connection.
+    PrivateDataTooLong,
 }
 
 impl Reject {
@@ -632,7 +644,7 @@ impl Reject {
             }
             Self::InsufficientIrd => Some(TermError::LlpInsufficientIrd),
             Self::NoMatchingRtr => Some(TermError::LlpNoMatchingRtr),
-            Self::Markers | Self::PeerRejected => None,
+            Self::Markers | Self::PeerRejected | Self::PrivateDataTooLong => None,
         }
     }
 
@@ -738,6 +750,8 @@ pub fn reject_reply(policy: &MpaPolicy, req: &MpaHeader) -> MpaHeader {
 ///    connection is rejected (NoMatchingRtr). When `policy.p2p` is false, P is not
 ///    echoed and no RTR is expected.
 /// 7. GSO_EXP is echoed and agreed only when the policy allows it.
+/// 8. ULP private data beyond `max_private_data` is refused (PrivateDataTooLong): the
+///    connection manager could not carry it to the ULP.
 pub fn negotiate_responder(policy: &MpaPolicy, req: &MpaFrame<'_>) -> Result<Accept, Reject> {
     let h = &req.header;
     if h.kind != FrameKind::Request {
@@ -745,6 +759,9 @@ pub fn negotiate_responder(policy: &MpaPolicy, req: &MpaFrame<'_>) -> Result<Acc
     }
     if !rev_ok(h.revision) {
         return Err(Reject::Revision(h.revision));
+    }
+    if req.private_data.len() > policy.max_private_data {
+        return Err(Reject::PrivateDataTooLong);
     }
     let rev = h.revision.min(if policy.revision >= 2 { 2 } else { 1 });
     if h.markers && !policy.markers_tx {
@@ -846,6 +863,9 @@ pub fn negotiate_responder(policy: &MpaPolicy, req: &MpaFrame<'_>) -> Result<Acc
 /// 7. Peer-to-peer: when the request offered RTR types, the reply must pick one of
 ///    them (RFC 6581; else TERMINATE LLP/MPA/NO_MATCHING_RTR); when several bits are
 ///    set, Write, then Read, then Send is used.
+/// 8. ULP private data beyond `max_private_data` fails the connection
+///    (PrivateDataTooLong), checked before R: a reject's private data goes to the ULP
+///    too.
 pub fn negotiate_initiator(
     policy: &MpaPolicy,
     sent: &MpaFrame<'_>,
@@ -857,6 +877,9 @@ pub fn negotiate_initiator(
     }
     if !rev_ok(r.revision) || r.revision > sent.header.revision {
         return Err(Reject::Revision(r.revision));
+    }
+    if reply.private_data.len() > policy.max_private_data {
+        return Err(Reject::PrivateDataTooLong);
     }
     if r.reject {
         return Err(Reject::PeerRejected);

@@ -594,3 +594,90 @@ impl<'a> CloneWith<'a> for MpaFrame<'_> {
         }
     }
 }
+
+/// A frame with `pd_len` bytes of ULP private data, through the wire and the C siw's
+/// reader limit plus the IRD/ORD word (what siw_rs reads with).
+fn with_private_data(
+    header: MpaHeader,
+    ird_ord: Option<IrdOrd>,
+    pd_len: usize,
+    f: impl FnOnce(&MpaFrame<'_>),
+) {
+    let pd = [0x5au8; PD_MAX_WIRE];
+    let frame = MpaFrame {
+        header,
+        ird_ord,
+        private_data: &pd[..pd_len],
+    };
+    let mut b = [0u8; MAX_FRAME_LEN];
+    let n = frame.encode(&mut b).unwrap();
+    let (parsed, _) = MpaFrame::parse(&b[..n], PD_MAX_SIW + IRD_ORD_LEN).unwrap();
+    assert_eq!(parsed.private_data.len(), pd_len);
+    f(&parsed);
+}
+
+#[test]
+fn responder_refuses_private_data_the_cm_cannot_carry() {
+    for rev in [1u8, 2] {
+        let ini = MpaPolicy {
+            revision: rev,
+            ..MpaPolicy::c_siw()
+        };
+        let resp = MpaPolicy::c_siw();
+        let (h, io) = build_request(&ini);
+        with_private_data(h, io, PD_MAX_ULP, |req| {
+            assert!(
+                negotiate_responder(&resp, req).is_ok(),
+                "rev {rev}: 255 bytes fit"
+            );
+        });
+        let most = if rev == 2 {
+            PD_MAX_SIW
+        } else {
+            PD_MAX_SIW + IRD_ORD_LEN
+        };
+        for len in PD_MAX_ULP + 1..=most {
+            with_private_data(h, io, len, |req| {
+                let r = negotiate_responder(&resp, req);
+                assert_eq!(r, Err(Reject::PrivateDataTooLong), "rev {rev} len {len}");
+                // Answered with a reject frame, not a silent close.
+                assert!(Reject::PrivateDataTooLong.reply_with_reject());
+            });
+        }
+    }
+}
+
+#[test]
+fn initiator_fails_a_reply_or_reject_with_too_much_private_data() {
+    let p = MpaPolicy::c_siw();
+    let req = request(&p);
+    let acc = negotiate_responder(&p, &req).unwrap();
+    let rej = reject_reply(&p, &req.header);
+    // 256..=260 bytes: what the reader limit lets through (the hostile replies of
+    // issue 13, defect 1).
+    for len in PD_MAX_ULP + 1..=PD_MAX_SIW + IRD_ORD_LEN - 4 {
+        with_private_data(acc.reply, acc.ird_ord, len, |rep| {
+            assert_eq!(
+                negotiate_initiator(&p, &req, rep),
+                Err(Reject::PrivateDataTooLong)
+            );
+        });
+    }
+    for len in PD_MAX_ULP + 1..=PD_MAX_SIW + IRD_ORD_LEN {
+        with_private_data(rej, None, len, |rep| {
+            assert_eq!(
+                negotiate_initiator(&p, &req, rep),
+                Err(Reject::PrivateDataTooLong)
+            );
+        });
+    }
+    with_private_data(acc.reply, acc.ird_ord, PD_MAX_ULP, |rep| {
+        assert!(negotiate_initiator(&p, &req, rep).is_ok());
+    });
+    with_private_data(rej, None, PD_MAX_ULP, |rep| {
+        assert_eq!(
+            negotiate_initiator(&p, &req, rep),
+            Err(Reject::PeerRejected)
+        );
+    });
+}

@@ -165,6 +165,7 @@ fn arb_policy() -> impl Strategy<Value = MpaPolicy> {
                 max_ord,
                 relaxed: f[4],
                 gso_exp: f[5],
+                max_private_data: PD_MAX_ULP,
             },
         )
 }
