@@ -100,6 +100,8 @@ void siw_rs_cm_id_set_provider_data(struct iw_cm_id *id, void *data);
 /* Pinned user memory. */
 struct ib_umem;
 struct page;
+struct ib_device;
+bool siw_rs_ib_device_try_get(struct ib_device *dev);
 unsigned long siw_rs_umem_offset(struct ib_umem *umem);
 size_t siw_rs_umem_num_pages(struct ib_umem *umem);
 size_t siw_rs_umem_pages(struct ib_umem *umem, struct page **out, size_t n);

@@ -549,6 +549,11 @@ void siw_rs_cm_id_set_provider_data(struct iw_cm_id *id, void *data)
 
 /* Pinned user memory ------------------------------------------------------------------------- */
 
+bool siw_rs_ib_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
+}
+
 unsigned long siw_rs_umem_offset(struct ib_umem *umem)
 {
 	return ib_umem_offset(umem);

@@ -28,7 +28,12 @@ use kernel::{
         from_err_ptr,
         from_result, //
     },
+    impl_has_work, new_work,
     prelude::*,
+    workqueue::{
+        Work,
+        WorkItem, //
+    },
 };
 
 /// A protection domain of driver `T`.
@@ -266,22 +271,108 @@ pub(crate) struct SrqMask {
     pub(crate) limit: bool,
 }
 
-/// User memory pinned for a memory region (`struct ib_umem`); released on drop.
+/// User memory pinned for a memory region (`struct ib_umem`).
+///
+/// Released in process context, whatever context drops it: the last reference to a region
+/// may go in the socket read actor (atomic), and `ib_umem_release` may sleep (unpinning
+/// dirty pages takes the page lock). Dropping queues the release on siw_rs's workqueue,
+/// with a work item allocated together with the umem, so it cannot fail. Module exit
+/// drains that queue, and the umem holds a reference on its device until it is released.
+pub(crate) struct Umem(Option<Pin<KBox<UmemRelease>>>);
+
+/// A pinned umem and a reference on its device, both released on drop.
 ///
 /// # Invariants
 ///
-/// Holds a umem returned by `ib_umem_get_va`, not yet released.
-pub(crate) struct Umem(NonNull<bindings::ib_umem>);
+/// `umem` was returned by `ib_umem_get_va` and is not yet released; `dev` is its device,
+/// on which this value holds a reference (`ib_device_try_get`).
+struct UmemRef {
+    umem: NonNull<bindings::ib_umem>,
+    dev: NonNull<bindings::ib_device>,
+}
 
-// SAFETY: A umem may be released from any thread.
-unsafe impl Send for Umem {}
-// SAFETY: `&Umem` gives access to nothing.
-unsafe impl Sync for Umem {}
+// SAFETY: A umem may be released, and a device reference dropped, from any process context.
+unsafe impl Send for UmemRef {}
+// SAFETY: `&UmemRef` gives access to nothing.
+unsafe impl Sync for UmemRef {}
+
+impl Drop for UmemRef {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant; released exactly once, then the device reference
+        // the umem needed is dropped.
+        unsafe {
+            bindings::ib_umem_release(self.umem.as_ptr());
+            bindings::ib_device_put(self.dev.as_ptr());
+        }
+    }
+}
+
+/// The release of a [`UmemRef`], as work.
+#[pin_data]
+pub(crate) struct UmemRelease {
+    held: UmemRef,
+    #[pin]
+    work: Work<UmemRelease>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for UmemRelease { self.work }
+}
+
+impl WorkItem for UmemRelease {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(this: Pin<KBox<Self>>) {
+        drop(this);
+    }
+}
+
+impl Umem {
+    /// Takes ownership of `umem`, pinned on the live device `dev`.
+    ///
+    /// # Safety
+    ///
+    /// `umem` was just returned by `ib_umem_get_va` for `dev` and is released by nothing
+    /// else.
+    unsafe fn new(umem: NonNull<bindings::ib_umem>, dev: *mut bindings::ib_device) -> Result<Self> {
+        let dev = NonNull::new(dev).ok_or(EINVAL)?;
+        // SAFETY: A live device: the core calls `reg_user_mr` on registered devices only,
+        // so the reference count is not zero yet.
+        if !unsafe { bindings::siw_rs_ib_device_try_get(dev.as_ptr()) } {
+            // SAFETY: By the caller's guarantee; nothing else releases it.
+            unsafe { bindings::ib_umem_release(umem.as_ptr()) };
+            return Err(ENODEV);
+        }
+        // INVARIANT: Both held just above. Should the allocation fail, `held` is dropped
+        // here, in process context, and releases them.
+        let held = UmemRef { umem, dev };
+        let r = KBox::pin_init(
+            pin_init!(UmemRelease {
+                held,
+                work <- new_work!("Umem::release"),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok(Self(Some(r)))
+    }
+
+    fn as_ptr(&self) -> *mut bindings::ib_umem {
+        self.0
+            .as_ref()
+            .map_or(core::ptr::null_mut(), |r| r.held.umem.as_ptr())
+    }
+}
 
 impl Drop for Umem {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant; released exactly once.
-        unsafe { bindings::ib_umem_release(self.0.as_ptr()) };
+        let Some(r) = self.0.take() else {
+            return;
+        };
+        match super::work::queue() {
+            Some(q) => q.enqueue(r),
+            // Module exit, in process context.
+            None => drop(r),
+        }
     }
 }
 
@@ -303,7 +394,10 @@ pub(crate) struct UserPages {
 impl UserPages {
     /// The pages of `umem`, whose region is `len` bytes long.
     pub(crate) fn new(umem: Umem, len: u64) -> Result<Self> {
-        let u = umem.0.as_ptr();
+        let u = umem.as_ptr();
+        if u.is_null() {
+            return Err(EINVAL);
+        }
         // SAFETY: A live umem.
         let (n, first) = unsafe {
             (
@@ -1260,9 +1354,9 @@ impl<T: Driver> Adapter<T> {
                     access,
                 )
             })?;
-            // INVARIANT: A live umem from `ib_umem_get_va`.
-            // SAFETY: `from_err_ptr` rejected error pointers; the core never returns NULL.
-            let umem = Umem(unsafe { NonNull::new_unchecked(umem) });
+            let umem = NonNull::new(umem).ok_or(EFAULT)?;
+            // SAFETY: Just pinned for this PD's device; only `Umem` releases it.
+            let umem = unsafe { Umem::new(umem, (*pd).device)? };
             let mr = UserMr {
                 umem,
                 start,
