@@ -10,14 +10,15 @@
 use crate::{
     device::{Siw, SiwDev},
     ib::{
-        cm::{CmEvent, CmId, ConnParam, EventData},
+        cm::{CmEvent, CmId, ConnParam, EventData, RequestCookie},
         device::Device,
         sock::{self, SkCtx, SockEvents, Socket},
         work,
     },
     proto::mpa::{
         build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd, MpaFrame,
-        MpaHeader, MpaPolicy, MpaReader, Reject, RtrSet, MAX_FRAME_LEN, PD_MAX_SIW,
+        MpaHeader, MpaPolicy, MpaReader, Reject, RtrSet, IRD_ORD_LEN, MAX_FRAME_LEN, PD_MAX_SIW,
+        PD_MAX_ULP,
     },
     qp::{LinkParams, QpCore},
     rx::{self, RxStop},
@@ -28,7 +29,7 @@ use kernel::{
     impl_has_delayed_work, impl_has_work, new_delayed_work, new_work,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
-    time::msecs_to_jiffies,
+    time::{msecs_to_jiffies, Delta, Instant, Monotonic},
     workqueue::{DelayedWork, Work, WorkItem},
 };
 
@@ -81,6 +82,11 @@ struct Inner {
     mpa: KBox<MpaReader>,
     policy: MpaPolicy,
     sent: Option<Sent>,
+    /// An initiator's cm_id still owed its CONNECT_REPLY: the core refused the upcall
+    /// (out of memory) and the timer retries it. See [`Ep::report_reply`].
+    reply_owed: Option<CmId>,
+    /// When a phase that waits for the peer or the ULP ends the endpoint.
+    deadline: Option<Instant<Monotonic>>,
 }
 
 /// A connection endpoint (listener or connection).
@@ -88,6 +94,8 @@ struct Inner {
 pub(crate) struct Ep {
     sk: SkCtx,
     tables: Arc<Tables>,
+    /// Names this endpoint's connection request to the connection manager.
+    cookie: RequestCookie,
     #[pin]
     work: Work<Ep>,
     /// The MPA exchange's deadline.
@@ -109,6 +117,12 @@ impl_has_delayed_work! {
 const MPA_REQUEST_TIMEOUT_MS: u32 = 5000;
 /// How long an initiator waits for the MPA reply (the C siw's `MPAREP_TIMEOUT`).
 const MPA_REPLY_TIMEOUT_MS: u32 = 10000;
+/// How soon a CONNECT_REPLY the core refused is offered again.
+const REPLY_RETRY_MS: u32 = 100;
+/// How long a connection request waits for the ULP's accept or reject. The core may drop
+/// a request without telling us (its listener is going away), so waiting must end; an
+/// initiator has given up by then anyway (the C siw and siw_rs wait 10 s for the reply).
+const ACCEPT_TIMEOUT_MS: u32 = 10000;
 
 impl WorkItem<1> for Ep {
     type Pointer = Arc<Ep>;
@@ -116,13 +130,24 @@ impl WorkItem<1> for Ep {
     fn run(this: Arc<Ep>) {
         work::timer_done();
         let mut g = this.inner.lock();
-        if matches!(
-            g.phase,
-            Phase::AwaitRequest | Phase::AwaitReply | Phase::AwaitRtr
-        ) {
-            pr_debug!("siw_rs: MPA timeout in {:?}\n", g.phase);
-            this.close_locked(&mut g, How::Error);
+        if let Some(cm) = g.reply_owed.take() {
+            this.owe_reply(&mut g, cm);
         }
+        let waiting = matches!(
+            g.phase,
+            Phase::AwaitRequest | Phase::AwaitReply | Phase::AwaitRtr | Phase::Requested
+        );
+        let Some(deadline) = g.deadline.filter(|_| waiting) else {
+            return;
+        };
+        // One timer serves every deadline: one set while it was pending fires late.
+        let left = (deadline - Instant::now()).as_millis_ceil();
+        if left > 0 {
+            this.arm_timeout(u32::try_from(left).unwrap_or(u32::MAX));
+            return;
+        }
+        pr_debug!("siw_rs: timeout in {:?}\n", g.phase);
+        this.close_locked(&mut g, How::Error);
     }
 }
 
@@ -194,7 +219,9 @@ impl Ep {
         sock: Option<Socket>,
         listener: Option<Arc<Ep>>,
     ) -> Result<Arc<Self>> {
-        let mpa = KBox::new(MpaReader::new(PD_MAX_SIW + 4), GFP_KERNEL)?;
+        // The C siw's limit on PD_Length, plus the IRD/ORD word; what the connection
+        // manager can carry of it is checked in negotiation (`PD_MAX_ULP`).
+        let mpa = KBox::new(MpaReader::new(PD_MAX_SIW + IRD_ORD_LEN), GFP_KERNEL)?;
         // Listeners and connections nest (a new connection asks its listener for the
         // cm_id to report to), so they get separate lock classes.
         let (name, class) = if phase == Phase::Listen {
@@ -206,6 +233,7 @@ impl Ep {
             pin_init!(Ep {
                 sk: SkCtx::new(),
                 tables,
+                cookie: RequestCookie::new(),
                 work <- new_work!("Ep::work"),
                 timeout <- new_delayed_work!("Ep::timeout"),
                 inner <- Mutex::new(Inner {
@@ -217,6 +245,8 @@ impl Ep {
                     mpa,
                     policy: base_policy(),
                     sent: None,
+                    reply_owed: None,
+                    deadline: None,
                 }, name, class),
             }),
             GFP_KERNEL,
@@ -243,6 +273,13 @@ impl Ep {
         }
     }
 
+    /// Ends the endpoint if it still waits (for the peer or the ULP) `ms` from now.
+    fn set_deadline(self: &Arc<Self>, g: &mut Inner, ms: u32) {
+        g.deadline = Some(Instant::now() + Delta::from_millis(i64::from(ms)));
+        // Already armed (an earlier deadline): that run re-arms for this one.
+        self.arm_timeout(ms);
+    }
+
     fn attach(self: &Arc<Self>, g: &Inner) {
         if let Some(s) = &g.sock {
             s.attach(self.clone());
@@ -259,8 +296,10 @@ impl Ep {
                     drop(g);
                     // The new connections' locks are taken without the listener's.
                     for child in children {
-                        child.attach(&child.inner.lock());
-                        child.arm_timeout(MPA_REQUEST_TIMEOUT_MS);
+                        let mut cg = child.inner.lock();
+                        child.attach(&cg);
+                        child.set_deadline(&mut cg, MPA_REQUEST_TIMEOUT_MS);
+                        drop(cg);
                         child.kick();
                     }
                     return;
@@ -398,11 +437,79 @@ impl Ep {
             ird,
             ord,
         };
+        // Kept here until the ULP answers: the core names it by cookie only.
+        if self
+            .tables
+            .insert_request(self.cookie, self.clone())
+            .is_err()
+        {
+            self.close_locked(g, How::Error);
+            return;
+        }
         let Some(sock) = g.sock.as_ref() else {
             return;
         };
-        if cm.connect_request(sock, &d, self.clone()).is_err() {
+        let r = cm.connect_request(sock, &d, self.cookie);
+        if r.is_ok() {
+            self.set_deadline(g, ACCEPT_TIMEOUT_MS);
+        } else if let Err(e) = r {
+            // The core is out of memory: refuse the connection in-band, so the
+            // initiator learns of it at once instead of waiting for its timeout.
+            pr_warn!(
+                "siw_rs: connection manager refused a connect request: {:?}\n",
+                e
+            );
+            let h = reject_reply(&pol, &frame.header);
+            let f = MpaFrame {
+                header: h,
+                ird_ord: None,
+                private_data: &[],
+            };
+            send_frame(Some(sock), &f);
             self.close_locked(g, How::Error);
+        }
+    }
+
+    /// Initiator: reports the outcome of the connect to the connection manager
+    /// (CONNECT_REPLY). Returns whether the connection may go on, that is, whether the
+    /// core took a successful reply.
+    ///
+    /// The iw_cm must see one CONNECT_REPLY for every connect: a cm_id left in
+    /// CONN_SENT hits a `BUG()` when it is closed or destroyed. The upcall fails only
+    /// when the core is out of memory; the connect is then reported failed, without
+    /// private data, and that report is retried from the endpoint's timer until the
+    /// core takes it.
+    fn report_reply(self: &Arc<Self>, g: &mut Inner, d: &EventData<'_>) -> bool {
+        let Some(cm) = g.cm.take() else {
+            return false;
+        };
+        match cm.event(CmEvent::ConnectReply, g.sock.as_ref(), d) {
+            Ok(()) if d.status == 0 => {
+                g.cm = Some(cm);
+                return true;
+            }
+            Ok(()) => return false,
+            Err(e) => {
+                pr_warn!(
+                    "siw_rs: connection manager refused CONNECT_REPLY: {:?}\n",
+                    e
+                );
+            }
+        }
+        self.owe_reply(g, cm);
+        false
+    }
+
+    /// Reports a failed connect to `cm`, or keeps it owed and retries soon.
+    fn owe_reply(self: &Arc<Self>, g: &mut Inner, cm: CmId) {
+        let fail = EventData {
+            status: ECONNRESET.to_errno(),
+            ..Default::default()
+        };
+        if cm.event(CmEvent::ConnectReply, None, &fail).is_err() {
+            g.reply_owed = Some(cm);
+            // Already armed (the MPA deadline): that run retries.
+            self.arm_timeout(REPLY_RETRY_MS);
         }
     }
 
@@ -418,28 +525,25 @@ impl Ep {
             private_data: &sent.private_data,
         };
         let r = negotiate_initiator(&g.policy, &req, &reply);
-        let mut pd = [0u8; PD_MAX_SIW];
-        let n = reply.private_data.len().min(PD_MAX_SIW);
+        // Negotiation refuses more than the connection manager can carry.
+        let mut pd = [0u8; PD_MAX_ULP];
+        let n = reply.private_data.len().min(PD_MAX_ULP);
         pd[..n].copy_from_slice(&reply.private_data[..n]);
         let agreed = match r {
             Ok(a) => a,
             Err(rej) => {
-                let status = if rej == Reject::PeerRejected {
-                    ECONNREFUSED
-                } else {
-                    ECONNRESET
+                let (status, n) = match rej {
+                    Reject::PeerRejected => (ECONNREFUSED, n),
+                    _ => (ECONNRESET, 0),
                 };
-                if let Some(cm) = g.cm.take() {
-                    let _ = cm.event(
-                        CmEvent::ConnectReply,
-                        g.sock.as_ref(),
-                        &EventData {
-                            status: status.to_errno(),
-                            private_data: &pd[..n],
-                            ..Default::default()
-                        },
-                    );
-                }
+                self.report_reply(
+                    g,
+                    &EventData {
+                        status: status.to_errno(),
+                        private_data: &pd[..n],
+                        ..Default::default()
+                    },
+                );
                 self.close_locked(g, How::Error);
                 return false;
             }
@@ -461,22 +565,22 @@ impl Ep {
             }
             None => false,
         };
-        let status = if ok { 0 } else { ECONNRESET.to_errno() };
-        if let Some(cm) = g.cm.as_ref() {
-            let _ = cm.event(
-                CmEvent::ConnectReply,
-                g.sock.as_ref(),
-                &EventData {
-                    status,
-                    private_data: &pd[..n],
-                    ird: clamp_u8(agreed.ird),
-                    ord: clamp_u8(agreed.ord),
-                },
-            );
-        }
-        if !ok {
-            // The connection manager was told; no CLOSE follows a failed connect.
-            drop(g.cm.take());
+        let d = if ok {
+            EventData {
+                status: 0,
+                private_data: &pd[..n],
+                ird: clamp_u8(agreed.ird),
+                ord: clamp_u8(agreed.ord),
+            }
+        } else {
+            EventData {
+                status: ECONNRESET.to_errno(),
+                ..Default::default()
+            }
+        };
+        if !self.report_reply(g, &d) {
+            // The connection manager was told (or will be) of a failure; no CLOSE
+            // follows a failed connect.
             self.close_locked(g, How::Error);
             return false;
         }
@@ -502,7 +606,7 @@ impl Ep {
         if rtr_in {
             g.phase = Phase::Established;
             if let Some(cm) = g.cm.as_ref() {
-                let _ = cm.event(CmEvent::Established, None, &EventData::default());
+                notify(cm, CmEvent::Established);
             }
         }
     }
@@ -521,10 +625,13 @@ impl Ep {
             }
             let mut stop = None;
             let r = sock.read(&mut |buf| {
-                let (n, s) = rx::feed(&qp, &mut st, buf);
-                if s.is_some() {
-                    stop = s;
+                // After an error nothing more is taken: the read stops at the next piece
+                // (an error at the very end of one piece consumed it whole).
+                if stop.is_some() {
+                    return 0;
                 }
+                let (n, s) = rx::feed(&qp, &mut st, buf);
+                stop = s;
                 n
             });
             match &stop {
@@ -600,28 +707,32 @@ impl Ep {
             drop(sock);
         }
         drop(g.listener.take());
+        if prev == Phase::Requested {
+            // Not ours to wait for any more: a late accept or reject finds nothing.
+            drop(self.tables.take_request(self.cookie));
+        }
+        g.deadline = None;
+        if prev == Phase::AwaitReply {
+            self.report_reply(
+                g,
+                &EventData {
+                    status: ECONNRESET.to_errno(),
+                    ..Default::default()
+                },
+            );
+        }
         if let Some(cm) = g.cm.take() {
             match prev {
                 Phase::Established | Phase::AwaitRtr => {
                     if prev == Phase::AwaitRtr {
                         // The iw_cm accepted and waits in CONN_RECV, where a CLOSE would
                         // hit its BUG(): complete the connection, then end it.
-                        let _ = cm.event(CmEvent::Established, None, &EventData::default());
+                        notify(&cm, CmEvent::Established);
                     }
                     if how == How::Peer {
-                        let _ = cm.event(CmEvent::Disconnect, None, &EventData::default());
+                        notify(&cm, CmEvent::Disconnect);
                     }
-                    let _ = cm.event(CmEvent::Close, None, &EventData::default());
-                }
-                Phase::AwaitReply => {
-                    let _ = cm.event(
-                        CmEvent::ConnectReply,
-                        None,
-                        &EventData {
-                            status: ECONNRESET.to_errno(),
-                            ..Default::default()
-                        },
-                    );
+                    notify(&cm, CmEvent::Close);
                 }
                 _ => {}
             }
@@ -632,6 +743,18 @@ impl Ep {
     pub(crate) fn close_from_qp(self: &Arc<Self>) {
         let mut g = self.inner.lock();
         self.close_locked(&mut g, How::Local);
+    }
+}
+
+/// Reports an event that carries no private data (ESTABLISHED, DISCONNECT, CLOSE).
+///
+/// Such an upcall fails only when the cm_id has no free work entry, and the core gives
+/// every connection's cm_id entries up front (three for an accepted connection, four for a
+/// connect) for at most three such events in flight, so it cannot fail. If it ever did,
+/// the core's view of the connection would be stuck: say so loudly rather than drop it.
+fn notify(cm: &CmId, ev: CmEvent) {
+    if let Err(e) = cm.event(ev, None, &EventData::default()) {
+        pr_err!("siw_rs: connection manager refused {:?}: {:?}\n", ev, e);
     }
 }
 
@@ -690,16 +813,22 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         return Err(ECONNRESET);
     }
     g.cm = Some(cm);
+    ep.set_deadline(&mut g, MPA_REPLY_TIMEOUT_MS);
     drop(g);
-    ep.arm_timeout(MPA_REPLY_TIMEOUT_MS);
     ep.kick();
     Ok(())
 }
 
 /// `iw_accept`.
-pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, ep: Arc<Ep>, p: &ConnParam<'_>) -> Result {
+pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnParam<'_>) -> Result {
     let d: &SiwDev = dev.data();
-    let qp = d.tables.qp(p.qpn).ok_or(EINVAL)?;
+    // Gone: rejected, timed out, or the peer left.
+    let ep = d.tables.take_request(req).ok_or(ECONNRESET)?;
+    let Some(qp) = d.tables.qp(p.qpn) else {
+        let mut g = ep.inner.lock();
+        ep.close_locked(&mut g, How::Error);
+        return Err(EINVAL);
+    };
     let mut g = ep.inner.lock();
     if g.phase != Phase::Requested {
         return Err(ECONNRESET);
@@ -742,19 +871,23 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, ep: Arc<Ep>, p: &ConnParam<'_>
         return Err(ECONNRESET);
     }
     if !await_rtr {
-        let _ = cm.event(CmEvent::Established, None, &EventData::default());
+        notify(&cm, CmEvent::Established);
     }
     g.cm = Some(cm);
-    drop(g);
     if await_rtr {
-        ep.arm_timeout(MPA_REPLY_TIMEOUT_MS);
+        ep.set_deadline(&mut g, MPA_REPLY_TIMEOUT_MS);
     }
+    drop(g);
     ep.kick();
     Ok(())
 }
 
 /// `iw_reject`.
-pub(crate) fn reject(ep: Arc<Ep>, private_data: &[u8]) {
+pub(crate) fn reject(dev: &Device<Siw>, req: RequestCookie, private_data: &[u8]) {
+    let d: &SiwDev = dev.data();
+    let Some(ep) = d.tables.take_request(req) else {
+        return;
+    };
     let mut g = ep.inner.lock();
     if g.phase == Phase::Requested {
         if let Ok(frame) = g.mpa.frame() {

@@ -10,7 +10,8 @@ use crate::ib::{
     cm::{
         CmId,
         ConnParam,
-        QpHandle, //
+        QpHandle,
+        RequestCookie, //
     },
     device::{
         self as ibdev,
@@ -390,17 +391,12 @@ impl ibdev::Driver for Siw {
         crate::cm::connect(dev, id, p)
     }
 
-    fn iw_accept(
-        dev: &Device<Self>,
-        id: CmId,
-        ep: Arc<crate::cm::Ep>,
-        p: &ConnParam<'_>,
-    ) -> Result {
-        crate::cm::accept(dev, id, ep, p)
+    fn iw_accept(dev: &Device<Self>, id: CmId, req: RequestCookie, p: &ConnParam<'_>) -> Result {
+        crate::cm::accept(dev, id, req, p)
     }
 
-    fn iw_reject(ep: Arc<crate::cm::Ep>, private_data: &[u8]) {
-        crate::cm::reject(ep, private_data)
+    fn iw_reject(dev: &Device<Self>, req: RequestCookie, private_data: &[u8]) {
+        crate::cm::reject(dev, req, private_data)
     }
 
     fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<crate::cm::Ep>> {

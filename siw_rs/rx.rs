@@ -49,6 +49,9 @@ pub(crate) struct RxState {
     /// Complete messages received (saturating); a peer-to-peer responder waits for one,
     /// the RTR.
     pub(crate) messages: u32,
+    /// Receiving stopped for good (a Terminate is due or came in): nothing after the
+    /// error is placed or completed.
+    stopped: bool,
 }
 
 /// Why receiving stopped for good.
@@ -74,6 +77,7 @@ impl RxState {
             send: None,
             tagged: None,
             messages: 0,
+            stopped: false,
         })
     }
 
@@ -109,12 +113,27 @@ fn read_err(e: AccessError) -> TermError {
 
 /// Feeds `buf` (socket bytes) through the receiver; returns how many bytes were consumed,
 /// and why receiving must stop, if it must.
+///
+/// Once it has stopped, nothing more is consumed, by this pass or a later one.
 pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
+    let (n, stop) = feed_until_stop(qp, st, buf);
+    if stop.is_some() {
+        if let Some(link) = st.link.as_mut() {
+            link.rx.stopped = true;
+        }
+    }
+    (n, stop)
+}
+
+fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
     let mut pos = 0usize;
     while pos < buf.len() {
         let Some(link) = st.link.as_mut() else {
             return (pos, None);
         };
+        if link.rx.stopped {
+            return (pos, None);
+        }
         let rest = buf.get(pos..).unwrap_or(&[]);
         let step = match link.rx.recv.feed(rest) {
             Ok(s) => s,
@@ -165,17 +184,23 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
         }
         (Opcode::ReadResponse, DdpHdr::Tagged(t)) => {
             let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
-            // It must continue our oldest outstanding Read, inside its sink.
+            // It must continue our oldest outstanding Read where the last segment ended,
+            // inside its sink, and the last segment must end the sink exactly: a short
+            // response must not complete the Read with stale data (the C siw's
+            // `siw_rresp_check()`).
             let o = link
                 .tx
                 .orq
-                .first()
+                .first_mut()
                 .ok_or(RxStop::Term(TermError::LlpInvalidReqResp))?;
-            let rel = t.to.checked_sub(o.sink_to);
-            let inside = t.stag == o.sink_stag
-                && rel.is_some_and(|r| r.saturating_add(u64::from(len)) <= u64::from(o.len));
-            if !inside {
-                return Err(RxStop::Term(TermError::DdpTaggedBaseBounds));
+            let at = o.sink_to.checked_add(u64::from(o.received));
+            let end = o
+                .received
+                .checked_add(len)
+                .filter(|&e| e <= o.len && (!h.last || e == o.len));
+            match end {
+                Some(e) if t.stag == o.sink_stag && at == Some(t.to) => o.received = e,
+                _ => return Err(RxStop::Term(TermError::DdpTaggedBaseBounds)),
             }
             if len == 0 {
                 // The response to a zero-length Read: nothing to place.

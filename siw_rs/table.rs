@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Per-device lookup tables: QP numbers to QPs (`iw_get_qp`, the connection manager) and
-//! STag indices to memory regions (every local SGE and inbound tagged access).
+//! Per-device lookup tables: QP numbers to QPs (`iw_get_qp`, the connection manager),
+//! STag indices to memory regions (every local SGE and inbound tagged access), and the
+//! connection requests waiting for the ULP's accept or reject.
 
-use crate::{ib::cm::QpHandle, mr::MrCore, qp::QpCore};
+use crate::{
+    cm::Ep,
+    ib::cm::{QpHandle, RequestCookie},
+    mr::MrCore,
+    qp::QpCore,
+};
 use kernel::{
-    new_spinlock_irq,
+    new_mutex, new_spinlock_irq,
     prelude::*,
     rbtree::{
         RBTree,
@@ -13,6 +19,7 @@ use kernel::{
     },
     sync::{
         Arc,
+        Mutex,
         SpinLockIrq, //
     },
     xarray::{
@@ -30,6 +37,11 @@ pub(crate) struct Tables {
     qps: SpinLockIrq<RBTree<u32, Arc<QpCore>>>,
     #[pin]
     mrs: XArray<Arc<MrCore>>,
+    /// Connection requests reported to the connection manager and not yet accepted or
+    /// rejected. The core names them by cookie only and may drop one silently, so they
+    /// live here; each leaves on accept, reject, or its deadline.
+    #[pin]
+    requests: Mutex<KVec<(RequestCookie, Arc<Ep>)>>,
 }
 
 impl Tables {
@@ -39,6 +51,7 @@ impl Tables {
             pin_init!(Self {
                 qps <- new_spinlock_irq!(RBTree::new(), "Tables::qps"),
                 mrs <- XArray::new(AllocKind::Alloc1),
+                requests <- new_mutex!(KVec::new(), "Tables::requests"),
             }),
             GFP_KERNEL,
         )
@@ -82,6 +95,21 @@ impl Tables {
             .lock()
             .get(&qpn)
             .and_then(|q| q.cm_handle.as_ref().copied())
+    }
+
+    /// Records a connection request reported to the connection manager.
+    pub(crate) fn insert_request(&self, req: RequestCookie, ep: Arc<Ep>) -> Result {
+        self.requests.lock().push((req, ep), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Takes the connection request named `req`, if it is still waiting.
+    pub(crate) fn take_request(&self, req: RequestCookie) -> Option<Arc<Ep>> {
+        let mut g = self.requests.lock();
+        let i = g.iter().position(|(c, _)| *c == req)?;
+        let last = g.len().checked_sub(1)?;
+        g.swap(i, last);
+        g.pop().map(|(_, ep)| ep)
     }
 
     /// Records `mr` under its STag index.

@@ -63,6 +63,9 @@ pub(crate) struct OrqEntry {
     pub(crate) sink_stag: u32,
     pub(crate) sink_to: u64,
     pub(crate) len: u32,
+    /// Bytes of the Read Response received so far: segments come in order and the last
+    /// one must end the sink exactly.
+    pub(crate) received: u32,
     /// The peer-to-peer RTR Read: no work request behind it, so never completed.
     pub(crate) rtr: bool,
 }
@@ -566,6 +569,7 @@ fn activate(
                 sink_stag: sink.lkey,
                 sink_to: sink.laddr,
                 len: sink.length,
+                received: 0,
                 rtr: false,
             })
             .map_err(|_| wc::LOC_QP_OP_ERR)?;
@@ -705,6 +709,7 @@ fn rtr_message(rtr: Rtr, msn: &mut [u32; 2]) -> (Message, Option<OrqEntry>) {
                 sink_stag: 0,
                 sink_to: 0,
                 len: 0,
+                received: 0,
                 rtr: true,
             };
             (m, Some(o))

@@ -30,6 +30,26 @@ unsafe impl Send for CmId {}
 // SAFETY: As above.
 unsafe impl Sync for CmId {}
 
+/// Names a connection request reported to the core: the core keeps it as the new cm_id's
+/// `provider_data` and hands it back with `iw_accept` or `iw_reject`.
+///
+/// The core may also drop a request without a word (its listener is being destroyed, or
+/// it is out of memory), so a cookie owns nothing: the driver keeps the request and looks
+/// it up by cookie, and a cookie that finds nothing is simply stale. Cookies are never
+/// reused, so a stale one cannot name a newer request.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct RequestCookie(core::num::NonZeroU64);
+
+impl RequestCookie {
+    /// A cookie never handed out before.
+    pub(crate) fn new() -> Self {
+        static NEXT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        // 2^64 requests never happen; should the counter wrap, 0 still is no cookie.
+        Self(core::num::NonZeroU64::new(n).unwrap_or(core::num::NonZeroU64::MIN))
+    }
+}
+
 /// Events reported to the connection manager.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum CmEvent {
@@ -104,26 +124,22 @@ impl CmId {
         })
     }
 
-    /// Reports a connection request on this listener; the core hands `ep` back with the
-    /// `accept` or `reject` of the new connection.
-    pub(crate) fn connect_request<E: Send + Sync>(
+    /// Reports a connection request on this listener; the core hands `req` back with the
+    /// `accept` or `reject` of the new connection, or never (see [`RequestCookie`]).
+    pub(crate) fn connect_request(
         &self,
         sock: &Socket,
         d: &EventData<'_>,
-        ep: Arc<E>,
+        req: RequestCookie,
     ) -> Result {
-        let raw = Arc::into_raw(ep);
-        let r = self.raw_event(
+        // Only a number: the core stores it and gives it back, nothing dereferences it.
+        let cookie = usize::try_from(req.0.get()).map_err(|_| EINVAL)?;
+        self.raw_event(
             CmEvent::ConnectRequest,
             Some(sock),
             d,
-            raw.cast_mut().cast(),
-        );
-        if r.is_err() {
-            // SAFETY: The core refused the event, so it never saw `raw`; it is ours again.
-            drop(unsafe { Arc::from_raw(raw) });
-        }
-        r
+            core::ptr::without_provenance_mut(cookie),
+        )
     }
 }
 
@@ -220,12 +236,28 @@ unsafe fn conn_param<'a>(p: *const bindings::iw_cm_conn_param) -> Result<ConnPar
     })
 }
 
-/// Takes back the endpoint stored in `id`'s provider data.
+/// Takes the request cookie out of a new connection's cm_id (its provider data, set by
+/// the core from our CONNECT_REQUEST).
 ///
 /// # Safety
 ///
-/// The provider data is NULL or an `Arc::into_raw` of `Arc<T::Ep>` this value may own.
-unsafe fn take_ep<T: Driver>(id: *mut bindings::iw_cm_id) -> Option<Arc<T::Ep>> {
+/// `id` is a live cm_id of a connection request.
+unsafe fn take_request(id: *mut bindings::iw_cm_id) -> Option<RequestCookie> {
+    // SAFETY: A live cm_id.
+    let p = unsafe { bindings::siw_rs_cm_id_provider_data(id) };
+    // SAFETY: As above.
+    unsafe { bindings::siw_rs_cm_id_set_provider_data(id, core::ptr::null_mut()) };
+    let n = u64::try_from(p.addr()).ok()?;
+    core::num::NonZeroU64::new(n).map(RequestCookie)
+}
+
+/// Takes back the listener stored in `id`'s provider data.
+///
+/// # Safety
+///
+/// The provider data is NULL or the `Arc::into_raw` of an `Arc<T::Ep>` stored by
+/// `iw_create_listen`, which this call then owns.
+unsafe fn take_listener<T: Driver>(id: *mut bindings::iw_cm_id) -> Option<Arc<T::Ep>> {
     // SAFETY: A live cm_id.
     let p = unsafe { bindings::siw_rs_cm_id_provider_data(id) };
     if p.is_null() {
@@ -265,14 +297,13 @@ impl<T: Driver> Adapter<T> {
         p: *mut bindings::iw_cm_conn_param,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: The provider data of a new connection's cm_id is the endpoint
-            // `connect_request` gave the core.
-            let ep = unsafe { take_ep::<T>(id) }.ok_or(EINVAL)?;
+            // SAFETY: The core accepts a connection request's cm_id.
+            let req = unsafe { take_request(id) }.ok_or(ECONNRESET)?;
             // SAFETY: A live cm_id and parameters valid for the call.
             let (cm, p) = unsafe { (CmId::get(id)?, conn_param(p)?) };
             // SAFETY: The cm_id's device is a live device of this driver.
             let dev = unsafe { Device::<T>::from_raw((*id).device) };
-            T::iw_accept(dev, cm, ep, &p)?;
+            T::iw_accept(dev, cm, req, &p)?;
             Ok(0)
         })
     }
@@ -286,15 +317,17 @@ impl<T: Driver> Adapter<T> {
         len: u8,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: As in `iw_accept`.
-            let ep = unsafe { take_ep::<T>(id) }.ok_or(EINVAL)?;
+            // SAFETY: The core rejects a connection request's cm_id.
+            let req = unsafe { take_request(id) }.ok_or(ECONNRESET)?;
+            // SAFETY: The cm_id's device is a live device of this driver.
+            let dev = unsafe { Device::<T>::from_raw((*id).device) };
             let pd = if pd.is_null() || len == 0 {
                 &[][..]
             } else {
                 // SAFETY: The core passes `len` readable bytes.
                 unsafe { core::slice::from_raw_parts(pd.cast::<u8>(), usize::from(len)) }
             };
-            T::iw_reject(ep, pd);
+            T::iw_reject(dev, req, pd);
             Ok(0)
         })
     }
@@ -325,7 +358,7 @@ impl<T: Driver> Adapter<T> {
     /// `ib_device_ops.iw_destroy_listen`.
     pub(super) unsafe extern "C" fn iw_destroy_listen(id: *mut bindings::iw_cm_id) -> c_int {
         // SAFETY: `iw_create_listen` stored the listener there.
-        if let Some(ep) = unsafe { take_ep::<T>(id) } {
+        if let Some(ep) = unsafe { take_listener::<T>(id) } {
             T::iw_destroy_listen(ep);
         }
         0

@@ -19,7 +19,8 @@ use super::{
     cm::{
         CmId,
         ConnParam,
-        QpHandle, //
+        QpHandle,
+        RequestCookie, //
     },
     mem,
     netdev::NetDev,
@@ -244,14 +245,14 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Arms a kernel CQ; returns whether completions are already waiting.
     fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool) -> bool;
 
-    /// A connection endpoint: the provider data of listening and connecting cm_ids.
+    /// A listening endpoint: the provider data of a listening cm_id.
     type Ep: Send + Sync;
     /// Connects to `id`'s remote address with the QP `p.qpn` (MPA initiator).
     fn iw_connect(dev: &Device<Self>, id: CmId, p: &ConnParam<'_>) -> Result;
-    /// Accepts the connection request of `ep` on the QP `p.qpn`.
-    fn iw_accept(dev: &Device<Self>, id: CmId, ep: Arc<Self::Ep>, p: &ConnParam<'_>) -> Result;
-    /// Rejects the connection request of `ep`, sending `private_data` to the peer.
-    fn iw_reject(ep: Arc<Self::Ep>, private_data: &[u8]);
+    /// Accepts the connection request `req` on the QP `p.qpn`.
+    fn iw_accept(dev: &Device<Self>, id: CmId, req: RequestCookie, p: &ConnParam<'_>) -> Result;
+    /// Rejects the connection request `req`, sending `private_data` to the peer.
+    fn iw_reject(dev: &Device<Self>, req: RequestCookie, private_data: &[u8]);
     /// Listens on `id`'s local address.
     fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Self::Ep>>;
     /// Stops listening.

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+# hostile_peer.py: a misbehaving iWARP peer over raw TCP, for the hostile-peer selftests.
+#
+#   hostile_peer.py mpa-reply --addr A --port P --pd-len N [--rev 1|2] [--reject] [--hold S]
+#   hostile_peer.py mpa-request --addr A --port P --pd-len N [--rev 1|2]
+#   hostile_peer.py rping-read --addr A --port P --size S --answer N
+#   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
+#
+# mpa-reply: listen on A:P, take one connection, read the initiator's MPA request (RFC 5044
+# section 7.1) and answer with a reply frame carrying N bytes of private data (after the
+# RFC 6581 IRD/ORD word when --rev 2), or a reject (R bit) when --reject. The connection
+# is then held open for S seconds (default 20), so that only the reply itself can end the
+# initiator's connect. Prints what it received and sent, one line each.
+#
+# mpa-request: connect to A:P, send an MPA request with N bytes of private data and print
+# the responder's answer: "reply rev=R reject=0|1 pd_len=L" or "closed without a reply".
+#
+# rping-read: the initiator of an rping client towards an rping server (rping -s): after
+# the MPA exchange (revision 2, no CRC, no markers) it advertises an S-byte buffer in a
+# Send, as rping's client does, and answers the server's RDMA Read Request with a last
+# Read Response of N bytes (N < S: short; 0: empty). It then prints every FPDU the server
+# sends, until the server closes or 10 s pass: "fpdu op=send", "fpdu op=terminate ...".
+# With --bad-read-first it first sends a Read Request naming an STag that does not exist,
+# in a segment of its own, and the advert right after it in the next: the server must
+# Terminate and take nothing after the error (issue 13, defect 7), so rping never sees
+# the advert.
+import argparse
+import socket
+import struct
+import sys
+
+KEY_REQ = b"MPA ID Req Frame"
+KEY_REP = b"MPA ID Rep Frame"
+F_REJECT = 0x2000
+F_ENHANCED = 0x1000
+
+
+def recv_exact(conn, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            raise EOFError(f"peer closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return buf
+
+
+def read_request(conn):
+    hdr = recv_exact(conn, 20)
+    if hdr[:16] != KEY_REQ:
+        raise ValueError(f"not an MPA request: {hdr[:16]!r}")
+    bits, pd_len = struct.unpack(">HH", hdr[16:20])
+    pd = recv_exact(conn, pd_len)
+    return bits, pd
+
+
+def reply_frame(rev, pd_len, reject):
+    bits = rev
+    body = b""
+    if rev == 2:
+        bits |= F_ENHANCED
+        body += struct.pack(">HH", 1, 1)  # IRD 1, ORD 1, no peer-to-peer
+    if reject:
+        bits |= F_REJECT
+    body += bytes((i * 7 + 1) & 0xFF for i in range(pd_len))
+    return KEY_REP + struct.pack(">HH", bits, len(body)) + body
+
+
+def listen(addr, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, port))
+    s.listen(4)
+    return s
+
+
+def mpa_reply(args):
+    srv = listen(args.addr, args.port)
+    print("listening", flush=True)
+    srv.settimeout(args.accept_timeout)
+    conn, peer = srv.accept()
+    bits, pd = read_request(conn)
+    print(f"request from {peer[0]}: bits={bits:#06x} pd_len={len(pd)}", flush=True)
+    frame = reply_frame(args.rev, args.pd_len, args.reject)
+    conn.sendall(frame)
+    print(f"sent reply: rev={args.rev} reject={int(args.reject)} ulp_pd={args.pd_len} "
+          f"PD_Length={len(frame) - 20}", flush=True)
+    conn.settimeout(args.hold)
+    try:
+        while conn.recv(65536):
+            pass
+        print("initiator closed", flush=True)
+    except socket.timeout:
+        print("held the connection", flush=True)
+    except OSError as e:
+        print(f"connection ended: {e}", flush=True)
+    conn.close()
+    srv.close()
+
+
+def mpa_request(args):
+    bits = args.rev
+    body = b""
+    if args.rev == 2:
+        bits |= F_ENHANCED
+        body += struct.pack(">HH", 1, 1)
+    body += bytes((i * 5 + 3) & 0xFF for i in range(args.pd_len))
+    conn = socket.create_connection((args.addr, args.port), timeout=args.timeout)
+    conn.sendall(KEY_REQ + struct.pack(">HH", bits, len(body)) + body)
+    print(f"sent request: rev={args.rev} ulp_pd={args.pd_len} PD_Length={len(body)}", flush=True)
+    try:
+        hdr = recv_exact(conn, 20)
+    except (EOFError, OSError) as e:
+        print(f"closed without a reply ({e})", flush=True)
+        return
+    if hdr[:16] != KEY_REP:
+        print(f"not a reply: {hdr!r}", flush=True)
+        return
+    rbits, pd_len = struct.unpack(">HH", hdr[16:20])
+    print(f"reply rev={rbits & 0xFF} reject={int(bool(rbits & F_REJECT))} pd_len={pd_len}",
+          flush=True)
+    conn.close()
+
+
+# RDMAP opcodes (RFC 5040 section 4.3) and DDP/RDMAP control bits (RFC 5041, 5040).
+OP_WRITE, OP_READ_REQ, OP_READ_RESP, OP_SEND, OP_TERMINATE = 0, 1, 2, 3, 7
+OP_NAMES = {0: "write", 1: "read-request", 2: "read-response", 3: "send", 4: "send-inv",
+            5: "send-se", 6: "send-se-inv", 7: "terminate"}
+DDP_TAGGED, DDP_LAST, DDP_V1 = 0x80, 0x40, 0x01
+RDMAP_V1 = 0x40
+
+
+def fpdu(ulpdu):
+    # MPA FPDU (RFC 5044 section 4): ULPDU_Length, ULPDU, pad to 4, CRC (0: not in use).
+    body = struct.pack(">H", len(ulpdu)) + ulpdu
+    body += b"\0" * (-len(body) % 4)
+    return body + b"\0\0\0\0"
+
+
+def untagged(op, qn, msn, mo, payload, last=True, ulp=0):
+    hdr = struct.pack(">BBIIII", (DDP_LAST if last else 0) | DDP_V1, RDMAP_V1 | op, ulp,
+                      qn, msn, mo)
+    return fpdu(hdr + payload)
+
+
+def tagged(op, stag, to, payload, last=True):
+    hdr = struct.pack(">BBIQ", DDP_TAGGED | (DDP_LAST if last else 0) | DDP_V1,
+                      RDMAP_V1 | op, stag, to)
+    return fpdu(hdr + payload)
+
+
+def recv_fpdu(conn):
+    (n,) = struct.unpack(">H", recv_exact(conn, 2))
+    rest = recv_exact(conn, n + (-(n + 2) % 4) + 4)
+    ulpdu = rest[:n]
+    ctl, rctl = ulpdu[0], ulpdu[1]
+    f = {"tagged": bool(ctl & DDP_TAGGED), "last": bool(ctl & DDP_LAST), "op": rctl & 0x0F}
+    if f["tagged"]:
+        f["stag"], f["to"] = struct.unpack(">IQ", ulpdu[2:14])
+        f["payload"] = ulpdu[14:]
+    else:
+        f["qn"], f["msn"], f["mo"] = struct.unpack(">III", ulpdu[6:18])
+        f["payload"] = ulpdu[18:]
+    return f
+
+
+def mpa_connect(addr, port):
+    conn = socket.create_connection((addr, port), timeout=20)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
+    conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
+    hdr = recv_exact(conn, 20)
+    bits, pd_len = struct.unpack(">HH", hdr[16:20])
+    recv_exact(conn, pd_len)
+    if hdr[:16] != KEY_REP or bits & F_REJECT or bits & 0x4000:
+        raise ValueError(f"unexpected MPA reply bits={bits:#06x}")
+    return conn
+
+
+def rping_read(args):
+    conn = mpa_connect(args.addr, args.port)
+    # rping's struct rping_rdma_info: be64 buf, be32 rkey, be32 size.
+    info = struct.pack(">QII", 0x10000, 0xABCD, args.size)
+    if args.bad_read_first:
+        # Sink STag/TO, size, source STag/TO: the source STag names nothing.
+        rr = struct.pack(">IQIIQ", 0x1234, 0, 64, 0xDEAD0000, 0)
+        conn.sendall(untagged(OP_READ_REQ, 1, 1, 0, rr))
+        conn.sendall(untagged(OP_SEND, 0, 1, 0, info))
+        print("sent a read request for a bad stag, then the advert", flush=True)
+        return collect(conn)
+    conn.sendall(untagged(OP_SEND, 0, 1, 0, info))
+    f = recv_fpdu(conn)
+    if f["op"] != OP_READ_REQ:
+        print(f"expected a read request, got {OP_NAMES.get(f['op'], f['op'])}", flush=True)
+        return 1
+    sink_stag, sink_to, size, src_stag, src_to = struct.unpack(">IQIIQ", f["payload"][:28])
+    print(f"read request: size={size} src_stag={src_stag:#x} src_to={src_to:#x}", flush=True)
+    data = bytes((i * 3 + 7) & 0xFF for i in range(args.answer))
+    conn.sendall(tagged(OP_READ_RESP, sink_stag, sink_to, data))
+    print(f"sent read response: {args.answer} of {size} bytes, last", flush=True)
+    return collect(conn)
+
+
+def collect(conn):
+    conn.settimeout(10)
+    try:
+        while True:
+            f = recv_fpdu(conn)
+            line = f"fpdu op={OP_NAMES.get(f['op'], f['op'])}"
+            if f["op"] == OP_TERMINATE and len(f["payload"]) >= 4:
+                (t,) = struct.unpack(">I", f["payload"][:4])
+                line += f" layer={t >> 28} etype={(t >> 24) & 0xF} ecode={(t >> 16) & 0xFF:#04x}"
+            print(line, flush=True)
+    except (EOFError, OSError) as e:
+        print(f"closed ({e})", flush=True)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("mpa-reply")
+    r.add_argument("--addr", required=True)
+    r.add_argument("--port", type=int, default=7174)
+    r.add_argument("--pd-len", type=int, required=True)
+    r.add_argument("--rev", type=int, choices=(1, 2), default=2)
+    r.add_argument("--reject", action="store_true")
+    r.add_argument("--hold", type=float, default=20.0)
+    r.add_argument("--accept-timeout", type=float, default=60.0)
+    q = sub.add_parser("mpa-request")
+    q.add_argument("--addr", required=True)
+    q.add_argument("--port", type=int, default=7174)
+    q.add_argument("--pd-len", type=int, required=True)
+    q.add_argument("--rev", type=int, choices=(1, 2), default=2)
+    q.add_argument("--timeout", type=float, default=20.0)
+    d = sub.add_parser("rping-read")
+    d.add_argument("--addr", required=True)
+    d.add_argument("--port", type=int, default=7174)
+    d.add_argument("--size", type=int, default=64)
+    d.add_argument("--answer", type=int, default=0)
+    d.add_argument("--bad-read-first", action="store_true")
+    args = ap.parse_args()
+    if args.cmd == "rping-read":
+        return rping_read(args)
+    if args.cmd == "mpa-reply":
+        mpa_reply(args)
+    elif args.cmd == "mpa-request":
+        mpa_request(args)
+    return 0
+
+
+sys.exit(main())
