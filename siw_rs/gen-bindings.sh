@@ -27,7 +27,7 @@ eval "opts=( $(grep -Ev '^#|^$|cfi_encoding' "$params" | tr '\n' ' ') )"
 "$bindgen" "$header" "${opts[@]}" \
 	--rust-target 1.85 --use-core --with-derive-default --ctypes-prefix ffi \
 	--no-layout-tests --no-debug '.*' --enable-function-attribute-detection \
-	--allowlist-function 'siw_rs_.*|_?ib_.*|rdma_.*|iw_.*|register_netdevice_notifier|unregister_netdevice_notifier|vfree|remap_vmalloc_range' \
+	--allowlist-function 'siw_rs_.*|_?ib_.*|rdma_.*|iw_.*|register_netdevice_notifier|unregister_netdevice_notifier|vfree|remap_vmalloc_range|get_random_u32' \
 	--allowlist-type 'siw_.*|ib_.*|iw_.*|rdma_.*|net_device|notifier_block|netdev_cmd|kvec|socket' \
 	--allowlist-var 'RDMA_DRIVER_SIW|SIW_.*|ARPHRD_.*|NETDEV_.*|NOTIFY_.*|ETH_ALEN|IB_.*|RDMA_.*|IW_.*|IBK_.*' \
 	-o "$out.tmp" -- "${cflags[@]}" -DMODULE -I"$incdir"

@@ -17,3 +17,9 @@ pub(crate) mod object;
 pub(crate) mod sock;
 pub(crate) mod verbs;
 pub(crate) mod work;
+
+/// 32 random bits from the kernel's CSPRNG (`get_random_u32`).
+pub(crate) fn random_u32() -> u32 {
+    // SAFETY: Callable from any context; no arguments.
+    unsafe { bindings::get_random_u32() }
+}

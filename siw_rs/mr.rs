@@ -30,17 +30,18 @@ use crate::{
     },
     table::Tables,
 };
-use core::sync::atomic::{
-    AtomicU32,
-    Ordering, //
+use kernel::{
+    prelude::*,
+    sync::{Arc, UniqueArc},
 };
-use kernel::{prelude::*, sync::Arc};
 
-/// STag indices are 24 bits; 0 is never used.
-const STAG_INDEX_MASK: u32 = 0x00ff_ffff;
+/// A random 8-bit STag key.
+fn random_key() -> u8 {
+    u8::try_from(crate::ib::random_u32() & 0xff).unwrap_or(0)
+}
 
-/// The next STag index.
-static NEXT_STAG_INDEX: AtomicU32 = AtomicU32::new(1);
+/// STag indices are 24 bits, chosen at random ([`Tables::publish_mr`]); 0 is never used.
+pub(crate) const STAG_INDEX_MASK: u32 = 0x00ff_ffff;
 
 /// Why an access to a region was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,19 +116,19 @@ impl SiwMr {
         mut user: Option<&mut User<'_, Siw>>,
     ) -> Result<(Self, MrKeys)> {
         let count = Counted::new(&dev.counts, Kind::Mr, MAX_MR)?;
-        let index = next_index();
-        let mut stag = index << 8;
         let req: Option<UreqRegMr> = match user.as_deref_mut() {
             Some(u) => Some(u.udata.request()?),
             None => None,
         };
-        if let Some(req) = req {
-            // The user may choose the 8-bit key part of the STag.
-            stag |= u32::from(req.stag_key);
-        }
-        let core = Arc::new(
+        // The user may choose the 8-bit key part of the STag; a kernel user gets a random
+        // one. The index is random either way.
+        let key = match req {
+            Some(req) => req.stag_key,
+            None => random_key(),
+        };
+        let core = UniqueArc::new(
             MrCore {
-                stag,
+                stag: u32::from(key),
                 pd,
                 access: mr.access,
                 virt: mr.virt,
@@ -135,7 +136,8 @@ impl SiwMr {
             },
             GFP_KERNEL,
         )?;
-        dev.tables.insert_mr(index, core)?;
+        let index = dev.tables.publish_mr(core)?;
+        let stag = (index << 8) | u32::from(key);
         let this = Self {
             index,
             tables: dev.tables.clone(),
@@ -169,11 +171,10 @@ impl SiwMr {
         mem: KernelMem,
     ) -> Result<(Self, MrKeys)> {
         let count = Counted::new(&dev.counts, Kind::Mr, MAX_MR)?;
-        let index = next_index();
-        let stag = index << 8;
-        let core = Arc::new(
+        let key = random_key();
+        let core = UniqueArc::new(
             MrCore {
-                stag,
+                stag: u32::from(key),
                 pd,
                 access,
                 virt: 0,
@@ -181,7 +182,8 @@ impl SiwMr {
             },
             GFP_KERNEL,
         )?;
-        dev.tables.insert_mr(index, core)?;
+        let index = dev.tables.publish_mr(core)?;
+        let stag = (index << 8) | u32::from(key);
         Ok((
             Self {
                 index,
@@ -193,16 +195,6 @@ impl SiwMr {
                 rkey: stag,
             },
         ))
-    }
-}
-
-/// A fresh STag index (never 0).
-fn next_index() -> u32 {
-    loop {
-        let i = NEXT_STAG_INDEX.fetch_add(1, Ordering::Relaxed) & STAG_INDEX_MASK;
-        if i != 0 {
-            break i;
-        }
     }
 }
 

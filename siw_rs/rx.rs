@@ -93,10 +93,12 @@ impl RxState {
     }
 }
 
+// A peer learns no more than "invalid" of an STag that is not its stream's: one of another
+// PD gets the same Terminate as one that does not exist, so STags cannot be probed (the C
+// siw reports "not associated" for the former).
 fn tagged_err(e: AccessError) -> TermError {
     match e {
-        AccessError::InvalidStag => TermError::DdpTaggedInvalidStag,
-        AccessError::Pd => TermError::DdpTaggedStagNotAssociated,
+        AccessError::InvalidStag | AccessError::Pd => TermError::DdpTaggedInvalidStag,
         AccessError::Rights => TermError::RdmapAccessRights,
         AccessError::Bounds => TermError::DdpTaggedBaseBounds,
     }
@@ -104,8 +106,7 @@ fn tagged_err(e: AccessError) -> TermError {
 
 fn read_err(e: AccessError) -> TermError {
     match e {
-        AccessError::InvalidStag => TermError::RdmapInvalidStag,
-        AccessError::Pd => TermError::RdmapStagNotAssociated,
+        AccessError::InvalidStag | AccessError::Pd => TermError::RdmapInvalidStag,
         AccessError::Rights => TermError::RdmapAccessRights,
         AccessError::Bounds => TermError::RdmapBaseBounds,
     }

@@ -7,7 +7,7 @@
 use crate::{
     cm::Ep,
     ib::cm::{QpHandle, RequestCookie},
-    mr::MrCore,
+    mr::{MrCore, STAG_INDEX_MASK},
     qp::QpCore,
 };
 use kernel::{
@@ -20,7 +20,8 @@ use kernel::{
     sync::{
         Arc,
         Mutex,
-        SpinLockIrq, //
+        SpinLockIrq,
+        UniqueArc, //
     },
     xarray::{
         AllocKind,
@@ -112,15 +113,35 @@ impl Tables {
         g.pop().map(|(_, ep)| ep)
     }
 
-    /// Records `mr` under its STag index.
-    pub(crate) fn insert_mr(&self, index: u32, mr: Arc<MrCore>) -> Result {
-        let mut g = self.mrs.lock();
-        if g.get(index as usize).is_some() {
-            return Err(EBUSY);
+    /// Publishes `mr` under a fresh random STag index, keeping the key (the low 8 bits of
+    /// its STag), and returns the index.
+    ///
+    /// RFC 5040 section 8.1.1 item 8 asks for STags a peer cannot easily guess: the index
+    /// is 24 random bits (never 0), drawn again in the rare case it is in use.
+    pub(crate) fn publish_mr(&self, mr: UniqueArc<MrCore>) -> Result<u32> {
+        /// With at most `MAX_MR` of 2^24 indices in use, 16 draws all failing is
+        /// practically impossible.
+        const TRIES: usize = 16;
+        let mut mr = mr;
+        for _ in 0..TRIES {
+            let index = crate::ib::random_u32() & STAG_INDEX_MASK;
+            if index == 0 {
+                continue;
+            }
+            mr.stag = (index << 8) | (mr.stag & 0xff);
+            let arc = Arc::from(mr);
+            let mut g = self.mrs.lock();
+            if g.get(index as usize).is_none() {
+                return g
+                    .store(index as usize, arc, GFP_ATOMIC)
+                    .map(|_| index)
+                    .map_err(|e| e.error);
+            }
+            drop(g);
+            // Nobody else has seen it: still unique.
+            mr = Pin::into_inner(Arc::into_unique_or_drop(arc).ok_or(EBUSY)?);
         }
-        g.store(index as usize, mr, GFP_ATOMIC)
-            .map(drop)
-            .map_err(|e| e.error)
+        Err(EBUSY)
     }
 
     /// Forgets the MR with STag index `index`.

@@ -5,6 +5,7 @@
 #   hostile_peer.py mpa-request --addr A --port P --pd-len N [--rev 1|2]
 #   hostile_peer.py rping-read --addr A --port P --size S --answer N
 #   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
+#   hostile_peer.py stag-probe --addr A --port P --port2 Q
 #
 # mpa-reply: listen on A:P, take one connection, read the initiator's MPA request (RFC 5044
 # section 7.1) and answer with a reply frame carrying N bytes of private data (after the
@@ -24,6 +25,11 @@
 # in a segment of its own, and the advert right after it in the next: the server must
 # Terminate and take nothing after the error (issue 13, defect 7), so rping never sees
 # the advert.
+#
+# stag-probe: an rping server for two rping clients (one on port P, then one on Q), each
+# its own process, so its own PD. It reads each client's advert (its buffer's address and
+# STag), then Writes into the first client's buffer over the second connection, naming an
+# STag of another PD, and prints the FPDUs that come back ("fpdu op=terminate ...").
 import argparse
 import socket
 import struct
@@ -216,6 +222,41 @@ def collect(conn):
     return 0
 
 
+def mpa_accept(srv):
+    conn, _ = srv.accept()
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    read_request(conn)
+    body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
+    conn.sendall(KEY_REP + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
+    return conn
+
+
+def rping_advert(conn):
+    f = recv_fpdu(conn)
+    if f["op"] != OP_SEND or len(f["payload"]) < 16:
+        raise ValueError(f"expected rping's advert, got {OP_NAMES.get(f['op'], f['op'])}")
+    return struct.unpack(">QII", f["payload"][:16])
+
+
+def stag_probe(args):
+    s1 = listen(args.addr, args.port)
+    s2 = listen(args.addr, args.port2)
+    print("listening", flush=True)
+    for s in (s1, s2):
+        s.settimeout(60)
+    c1 = mpa_accept(s1)
+    buf1, stag1, size1 = rping_advert(c1)
+    print(f"client 1: stag={stag1:#x} len={size1}", flush=True)
+    c2 = mpa_accept(s2)
+    buf2, stag2, size2 = rping_advert(c2)
+    print(f"client 2: stag={stag2:#x} len={size2}", flush=True)
+    c2.sendall(tagged(OP_WRITE, stag1, buf1, b"\x5a" * 16))
+    print("wrote to client 1's stag over connection 2", flush=True)
+    r = collect(c2)
+    c1.close()
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -239,7 +280,13 @@ def main():
     d.add_argument("--size", type=int, default=64)
     d.add_argument("--answer", type=int, default=0)
     d.add_argument("--bad-read-first", action="store_true")
+    t = sub.add_parser("stag-probe")
+    t.add_argument("--addr", required=True)
+    t.add_argument("--port", type=int, default=7174)
+    t.add_argument("--port2", type=int, default=7175)
     args = ap.parse_args()
+    if args.cmd == "stag-probe":
+        return stag_probe(args)
     if args.cmd == "rping-read":
         return rping_read(args)
     if args.cmd == "mpa-reply":
