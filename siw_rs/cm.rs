@@ -617,6 +617,7 @@ impl Ep {
             return;
         };
         let mut how = None;
+        let mut again = false;
         {
             let mut st = qp.st.lock();
             if !st.ep.as_ref().is_some_and(|e| Arc::ptr_eq(e, self)) {
@@ -661,7 +662,8 @@ impl Ep {
             }
             if how.is_none() {
                 match tx::run(&qp, &mut st, sock) {
-                    Ok(()) => {}
+                    Ok(tx::Ran::Idle) => {}
+                    Ok(tx::Ran::Yield) => again = true,
                     Err(TxStop::Terminated) => how = Some(How::Error),
                     Err(TxStop::Failed) => {
                         pr_debug!("siw_rs: tx failed\n");
@@ -675,6 +677,9 @@ impl Ep {
         }
         if let Some(h) = how {
             self.close_locked(g, h);
+        } else if again {
+            // Queued behind the work already waiting on this workqueue.
+            self.kick();
         }
     }
 

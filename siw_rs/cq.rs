@@ -36,6 +36,7 @@ use crate::{
     queue::Ring,
 };
 use core::sync::atomic::{
+    AtomicBool,
     AtomicU32,
     Ordering, //
 };
@@ -81,8 +82,13 @@ pub(crate) struct Completion {
     pub(crate) solicited: bool,
 }
 
-/// Adds `c` to `cq` and wakes its consumer if it armed the CQ; on overflow reports a CQ
-/// error event and fails with `ENOMEM` (`siw_sqe_complete()`/`siw_rqe_complete()`).
+/// Adds `c` to `cq` and wakes its consumer if it armed the CQ; on overflow fails with
+/// `ENOMEM` (`siw_sqe_complete()`/`siw_rqe_complete()`) and reports a CQ error event, the
+/// first time only.
+///
+/// The C siw reports every overflow. A process that keeps its CQ full (it owns the CQE
+/// flags) and rings a doorbell in a loop would then queue one async event per `write()`,
+/// without bound; the CQ is in error after the first, and saying so once is enough.
 pub(crate) fn complete(cq: &Cq<Siw>, c: &Completion) -> Result {
     match cq.data().push(c) {
         Ok(true) => {
@@ -91,7 +97,9 @@ pub(crate) fn complete(cq: &Cq<Siw>, c: &Completion) -> Result {
         }
         Ok(false) => Ok(()),
         Err(e) => {
-            cq.error_event();
+            if !cq.data().overflowed.swap(true, Ordering::Relaxed) {
+                cq.error_event();
+            }
             Err(e)
         }
     }
@@ -116,6 +124,8 @@ pub(crate) struct SiwCq {
     user: bool,
     /// The producer index (free-running).
     idx: Pin<KBox<SpinLockIrq<Idx>>>,
+    /// An overflow was reported (see [`complete`]).
+    overflowed: AtomicBool,
     _count: Counted,
 }
 
@@ -147,6 +157,7 @@ impl SiwCq {
             ring,
             user: is_user,
             idx,
+            overflowed: AtomicBool::new(false),
             _count: count,
         };
         Ok((cq, size))

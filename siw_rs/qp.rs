@@ -724,12 +724,13 @@ impl QpCore {
     }
 
     /// Completes every posted receive with a flush error (`siw_rq_flush()`), stopping early
-    /// if the CQ overflows, as the C siw does.
+    /// if the CQ overflows, as the C siw does. One pass goes round the queue once at most,
+    /// however fast a process refills it.
     pub(crate) fn flush_rq(&self, st: &mut QpState) {
         let Some(rq) = &self.rq else {
             return;
         };
-        loop {
+        for _ in 0..rq.entries {
             let off = rq.offset(st.rq_get, RQE_SIZE);
             let Some(flags) = rq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
                 break;
@@ -755,7 +756,8 @@ impl QpCore {
         }
     }
 
-    /// Completes the send work in progress and every posted send with a flush error.
+    /// Completes the send work in progress and every posted send with a flush error. One
+    /// pass goes round the queue once at most, however fast a process refills it.
     pub(crate) fn flush_sq(&self, st: &mut QpState) {
         if let Some(link) = st.link.as_mut() {
             let pending = link.tx.take_pending();
@@ -772,7 +774,7 @@ impl QpCore {
                 let _ = st.complete(true, &c);
             }
         }
-        loop {
+        for _ in 0..self.sq.entries {
             let off = self.sq.offset(st.sq_get, SQE_SIZE);
             let Some(flags) = self.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
                 break;

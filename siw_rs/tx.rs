@@ -193,11 +193,26 @@ fn next_msn(msn: &mut u32) -> u32 {
     *msn
 }
 
-/// Runs the engine until it has nothing to send or TCP's buffer is full.
-pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), TxStop> {
+/// Send queue elements one transmit run takes at most before it yields (the C siw's
+/// `SQ_USER_MAXBURST`).
+const SQ_BURST: u32 = 100;
+
+/// How a transmit run ended, short of an error.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Ran {
+    /// Nothing to send now, or TCP's buffer is full (its write-space callback resumes).
+    Idle,
+    /// [`SQ_BURST`] elements were taken and more may wait: run again, after others.
+    Yield,
+}
+
+/// Runs the engine until it has nothing to send, TCP's buffer is full, or a burst of send
+/// queue elements is done.
+pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, TxStop> {
+    let mut burst = 0u32;
     loop {
         let Some(link) = st.link.as_mut() else {
-            return Ok(());
+            return Ok(Ran::Idle);
         };
         let crc = link.params.crc;
         let tx = &mut link.tx;
@@ -220,12 +235,12 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             )?;
             match sock.send(iov.get(..n).unwrap_or(&[]), f.sent, false, false) {
                 Ok(k) => f.sent = f.sent.saturating_add(k),
-                Err(e) if e == EAGAIN => return Ok(()),
+                Err(e) if e == EAGAIN => return Ok(Ran::Idle),
                 Err(_) => return Err(TxStop::Failed),
             }
             if f.sent < f.total {
                 // TCP's buffer is full; the write-space callback resumes us.
-                return Ok(());
+                return Ok(Ran::Idle);
             }
             let last = f.last;
             tx.fpdu = None;
@@ -384,27 +399,33 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<(), Tx
             });
             continue;
         }
-        // The next send queue element, if the user posted one.
+        // The next send queue element, if the user posted one; after a burst, others get
+        // a turn first (a process refilling its queue as fast as we send could otherwise
+        // hold this worker and the QP's lock for good).
+        if burst >= SQ_BURST {
+            return Ok(Ran::Yield);
+        }
+        burst = burst.saturating_add(1);
         let off = qp.sq.offset(st.sq_get, SQE_SIZE);
         let Some(flags) = qp.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
-            return Ok(());
+            return Ok(Ran::Idle);
         };
         if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
-            return Ok(());
+            return Ok(Ran::Idle);
         }
         let sqe: Sqe = qp.sq.mem.read(off).ok_or(TxStop::Failed)?;
         let Some(link) = st.link.as_mut() else {
-            return Ok(());
+            return Ok(Ran::Idle);
         };
         let ord = usize::from(link.params.ord);
         let tx = &mut link.tx;
         // A fenced element waits for our Reads to complete; a Read waits for room in the
         // ORQ (the peer's IRD).
         if sqe.flags & wqe::READ_FENCE != 0 && !tx.orq.is_empty() {
-            return Ok(());
+            return Ok(Ran::Idle);
         }
         if sqe.opcode == op::READ && ord > 0 && tx.orq.len() >= ord {
-            return Ok(());
+            return Ok(Ran::Idle);
         }
         let inline = if sqe.flags & wqe::INLINE != 0 {
             qp.sq
