@@ -401,13 +401,7 @@ impl Ep {
             Ok(_) => {}
             Err(rej) => {
                 if rej.reply_with_reject() {
-                    let h = reject_reply(&pol, &frame.header);
-                    let f = MpaFrame {
-                        header: h,
-                        ird_ord: None,
-                        private_data: &[],
-                    };
-                    send_frame(g.sock.as_ref(), &f);
+                    send_reject(g.sock.as_ref(), &pol, &frame.header, &[]);
                 }
                 self.close_locked(g, How::Error);
                 return;
@@ -459,13 +453,7 @@ impl Ep {
                 "siw_rs: connection manager refused a connect request: {:?}\n",
                 e
             );
-            let h = reject_reply(&pol, &frame.header);
-            let f = MpaFrame {
-                header: h,
-                ird_ord: None,
-                private_data: &[],
-            };
-            send_frame(Some(sock), &f);
+            send_reject(Some(sock), &pol, &frame.header, &[]);
             self.close_locked(g, How::Error);
         }
     }
@@ -502,10 +490,7 @@ impl Ep {
 
     /// Reports a failed connect to `cm`, or keeps it owed and retries soon.
     fn owe_reply(self: &Arc<Self>, g: &mut Inner, cm: CmId) {
-        let fail = EventData {
-            status: ECONNRESET.to_errno(),
-            ..Default::default()
-        };
+        let fail = EventData::failed(ECONNRESET);
         if cm.event(CmEvent::ConnectReply, None, &fail).is_err() {
             g.reply_owed = Some(cm);
             // Already armed (the MPA deadline): that run retries.
@@ -573,10 +558,7 @@ impl Ep {
                 ord: clamp_u8(agreed.ord),
             }
         } else {
-            EventData {
-                status: ECONNRESET.to_errno(),
-                ..Default::default()
-            }
+            EventData::failed(ECONNRESET)
         };
         if !self.report_reply(g, &d) {
             // The connection manager was told (or will be) of a failure; no CLOSE
@@ -625,14 +607,13 @@ impl Ep {
                 return;
             }
             let mut stop = None;
+            // After an error the receiver takes nothing more, so the read stops at the next
+            // piece (an error at the very end of one piece consumed it whole).
             let r = sock.read(&mut |buf| {
-                // After an error nothing more is taken: the read stops at the next piece
-                // (an error at the very end of one piece consumed it whole).
-                if stop.is_some() {
-                    return 0;
-                }
                 let (n, s) = rx::feed(&qp, &mut st, buf);
-                stop = s;
+                if s.is_some() {
+                    stop = s;
+                }
                 n
             });
             match &stop {
@@ -718,13 +699,7 @@ impl Ep {
         }
         g.deadline = None;
         if prev == Phase::AwaitReply {
-            self.report_reply(
-                g,
-                &EventData {
-                    status: ECONNRESET.to_errno(),
-                    ..Default::default()
-                },
-            );
+            self.report_reply(g, &EventData::failed(ECONNRESET));
         }
         if let Some(cm) = g.cm.take() {
             match prev {
@@ -761,6 +736,17 @@ fn notify(cm: &CmId, ev: CmEvent) {
     if let Err(e) = cm.event(ev, None, &EventData::default()) {
         pr_err!("siw_rs: connection manager refused {:?}: {:?}\n", ev, e);
     }
+}
+
+/// Answers the request `req` with a reject frame carrying `private_data` (the core passes
+/// at most 255 bytes).
+fn send_reject(sock: Option<&Socket>, policy: &MpaPolicy, req: &MpaHeader, private_data: &[u8]) {
+    let f = MpaFrame {
+        header: reject_reply(policy, req),
+        ird_ord: None,
+        private_data,
+    };
+    send_frame(sock, &f);
 }
 
 /// Sends an MPA frame, blocking (the frames come before the data path).
@@ -896,14 +882,7 @@ pub(crate) fn reject(dev: &Device<Siw>, req: RequestCookie, private_data: &[u8])
     let mut g = ep.inner.lock();
     if g.phase == Phase::Requested {
         if let Ok(frame) = g.mpa.frame() {
-            let h = reject_reply(&g.policy, &frame.header);
-            let n = private_data.len().min(PD_MAX_SIW);
-            let f = MpaFrame {
-                header: h,
-                ird_ord: None,
-                private_data: &private_data[..n],
-            };
-            send_frame(g.sock.as_ref(), &f);
+            send_reject(g.sock.as_ref(), &g.policy, &frame.header, private_data);
         }
     }
     ep.close_locked(&mut g, How::Error);

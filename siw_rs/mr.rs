@@ -136,8 +136,8 @@ impl SiwMr {
             },
             GFP_KERNEL,
         )?;
-        let index = dev.tables.publish_mr(core)?;
-        let stag = (index << 8) | u32::from(key);
+        let stag = dev.tables.publish_mr(core)?;
+        let index = stag >> 8;
         let this = Self {
             index,
             tables: dev.tables.clone(),
@@ -182,8 +182,8 @@ impl SiwMr {
             },
             GFP_KERNEL,
         )?;
-        let index = dev.tables.publish_mr(core)?;
-        let stag = (index << 8) | u32::from(key);
+        let stag = dev.tables.publish_mr(core)?;
+        let index = stag >> 8;
         Ok((
             Self {
                 index,

@@ -114,7 +114,7 @@ impl Tables {
     }
 
     /// Publishes `mr` under a fresh random STag index, keeping the key (the low 8 bits of
-    /// its STag), and returns the index.
+    /// its STag), and returns the STag.
     ///
     /// RFC 5040 section 8.1.1 item 8 asks for STags a peer cannot easily guess: the index
     /// is 24 random bits (never 0), drawn again in the rare case it is in use.
@@ -128,13 +128,14 @@ impl Tables {
             if index == 0 {
                 continue;
             }
-            mr.stag = (index << 8) | (mr.stag & 0xff);
+            let stag = (index << 8) | (mr.stag & 0xff);
+            mr.stag = stag;
             let arc = Arc::from(mr);
             let mut g = self.mrs.lock();
             if g.get(index as usize).is_none() {
                 return g
                     .store(index as usize, arc, GFP_ATOMIC)
-                    .map(|_| index)
+                    .map(|_| stag)
                     .map_err(|e| e.error);
             }
             drop(g);

@@ -399,13 +399,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             });
             continue;
         }
-        // The next send queue element, if the user posted one; after a burst, others get
-        // a turn first (a process refilling its queue as fast as we send could otherwise
-        // hold this worker and the QP's lock for good).
-        if burst >= SQ_BURST {
-            return Ok(Ran::Yield);
-        }
-        burst = burst.saturating_add(1);
+        // The next send queue element, if the user posted one.
         let off = qp.sq.offset(st.sq_get, SQE_SIZE);
         let Some(flags) = qp.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
             return Ok(Ran::Idle);
@@ -413,6 +407,12 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
             return Ok(Ran::Idle);
         }
+        // After a burst others get a turn first: a process refilling its queue as fast as
+        // we send could otherwise hold this worker and the QP's lock for good.
+        if burst >= SQ_BURST {
+            return Ok(Ran::Yield);
+        }
+        burst = burst.saturating_add(1);
         let sqe: Sqe = qp.sq.mem.read(off).ok_or(TxStop::Failed)?;
         let Some(link) = st.link.as_mut() else {
             return Ok(Ran::Idle);

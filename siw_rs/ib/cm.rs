@@ -76,6 +76,16 @@ pub(crate) struct EventData<'a> {
     pub(crate) ord: u8,
 }
 
+impl EventData<'_> {
+    /// A failed connect (CONNECT_REPLY with status `-e`), nothing else.
+    pub(crate) fn failed(e: Error) -> Self {
+        Self {
+            status: e.to_errno(),
+            ..Default::default()
+        }
+    }
+}
+
 impl CmId {
     /// Takes a reference on `raw`.
     ///

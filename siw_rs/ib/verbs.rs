@@ -336,8 +336,8 @@ impl Umem {
     /// else.
     unsafe fn new(umem: NonNull<bindings::ib_umem>, dev: *mut bindings::ib_device) -> Result<Self> {
         let dev = NonNull::new(dev).ok_or(EINVAL)?;
-        // SAFETY: A live device: the core calls `reg_user_mr` on registered devices only,
-        // so the reference count is not zero yet.
+        // SAFETY: `dev` is the PD's device, allocated while the PD lives; `try_get` only
+        // reads and raises its registration count, and fails once unregistration began.
         if !unsafe { bindings::siw_rs_ib_device_try_get(dev.as_ptr()) } {
             // SAFETY: By the caller's guarantee; nothing else releases it.
             unsafe { bindings::ib_umem_release(umem.as_ptr()) };
