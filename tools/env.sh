@@ -27,8 +27,10 @@ siw_rs_kbuild_dir() {
 	local h
 	h=$( { cat "$SIW_RS_ROOT/tools/kernel.config"
 	       sed -n 's/^KBUILD_RECIPE_VERSION=//p' "$SIW_RS_ROOT/tools/build-kernel"
-	       head -5 "$KSRC/Makefile" 2>/dev/null
-	       /usr/bin/rustc --version 2>/dev/null; clang-19 --version 2>/dev/null | head -1
+	       # Absent before tools/setup: tolerated here, reported by the tools that need them.
+	       head -5 "$KSRC/Makefile" 2>/dev/null || true
+	       /usr/bin/rustc --version 2>/dev/null || true
+	       { clang-19 --version 2>/dev/null || true; } | head -1
 	     } | sha256sum | cut -c1-12)
 	echo "$SIW_RS_CACHE/kbuild-$SIW_RS_KVER-$h"
 }
