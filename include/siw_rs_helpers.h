@@ -58,8 +58,8 @@ enum siw_rs_sk_event {
 };
 
 struct siw_rs_sk_ctx {
-	void (*event)(const void *data, int what);
-	const void *data;
+	void (*event)(void *data, int what);
+	void *data;
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_write_space)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);

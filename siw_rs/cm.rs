@@ -9,11 +9,13 @@
 
 use crate::{
     device::{Siw, SiwDev},
-    ib::{
-        cm::{CmEvent, CmId, ConnParam, EventData, RequestCookie},
-        device::Device,
-        sock::{self, SkCtx, SockEvents, Socket},
-        work,
+    glue::{
+        net::tcp::{self as sock, SkCtx, SockEvents, Socket},
+        rdma::{
+            cm::{CmEvent, CmId, ConnParam, EventData, RequestCookie},
+            device::Device,
+        },
+        workqueue as work,
     },
     proto::mpa::{
         build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd, MpaFrame,
@@ -761,7 +763,7 @@ fn send_frame(sock: Option<&Socket>, f: &MpaFrame<'_>) -> bool {
     let Some(b) = buf.get(..n) else {
         return false;
     };
-    matches!(sock.send(&[sock::IoVec::new(b)], 0, true, false), Ok(k) if k == n)
+    matches!(sock.send(&[crate::glue::iov::IoVec::new(b)], 0, true, false), Ok(k) if k == n)
 }
 
 /// `iw_connect`.

@@ -10,17 +10,24 @@ use crate::{
         MAX_CQ,
         MAX_CQE, //
     },
-    ib::{
-        object::{
-            UrespCreateCq,
-            User,
-            CQE_SIZE,
-            CQ_CTRL_SIZE,
-            WQE_VALID, //
+    glue::{
+        rdma::{
+            object::User,
+            verbs::{
+                Cq,
+                CqNotify,
+                Wc,
+                WcOpcode,
+                WcStatus, //
+            },
         },
-        verbs::{
-            Cq,
-            Wc, //
+        siw_abi::{
+            op,
+            wc,
+            UrespCreateCq,
+            CQE_SIZE,
+            CQE_VALID,
+            CQ_CTRL_SIZE, //
         },
     },
     limit::{
@@ -33,7 +40,11 @@ use crate::{
         NOTIFY_NOT,
         NOTIFY_SOLICITED, //
     },
-    queue::Ring,
+    queue::{
+        Cqe,
+        Ring,
+        CQE_FLAGS, //
+    },
 };
 use core::sync::atomic::{
     AtomicBool,
@@ -48,25 +59,6 @@ use kernel::{
 
 /// CQ ids are reported to user space for debugging only.
 static NEXT_CQ_ID: AtomicU32 = AtomicU32::new(1);
-
-/// A completion queue element as it sits in the ring (`struct siw_cqe`, 32 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, FromBytes, IntoBytes)]
-struct Cqe {
-    id: u64,
-    flags: u8,
-    opcode: u8,
-    status: u16,
-    bytes: u32,
-    /// `imm_data` / `inval_stag`.
-    imm: u64,
-    /// `qp_id` for user CQs, the `ib_qp` pointer for kernel CQs.
-    qp: u64,
-}
-
-const _: () = assert!(core::mem::size_of::<Cqe>() == CQE_SIZE);
-/// Offset of `flags` in a CQE.
-const CQE_FLAGS: usize = 8;
 
 /// A work completion to add to a CQ.
 pub(crate) struct Completion {
@@ -117,25 +109,27 @@ struct Idx {
 /// The kernel produces CQEs at `put`; the consumer (libsiw, or `poll_cq` for kernel CQs)
 /// takes them in order. A slot is free when its `flags` byte is zero; the producer fills the
 /// entry first and sets `WQE_VALID` last, with release ordering.
+#[pin_data]
 pub(crate) struct SiwCq {
     /// CQEs, then the control word.
     ring: Ring,
     /// Whether user space maps the ring (CQEs then carry QP numbers).
     user: bool,
-    /// The producer index (free-running).
-    idx: Pin<KBox<SpinLockIrq<Idx>>>,
+    /// The producer and consumer indices (free-running).
+    #[pin]
+    idx: SpinLockIrq<Idx>,
     /// An overflow was reported (see [`complete`]).
     overflowed: AtomicBool,
     _count: Counted,
 }
 
 impl SiwCq {
-    /// A CQ of at least `cqe` entries; returns it and its real size.
+    /// A CQ of at least `cqe` entries, to initialise in place; returns it and its real size.
     pub(crate) fn new(
         dev: &SiwDev,
         cqe: i32,
         mut user: Option<&mut User<'_, Siw>>,
-    ) -> Result<(Self, i32)> {
+    ) -> Result<(impl PinInit<Self, Error>, i32)> {
         let count = Counted::new(&dev.counts, Kind::Cq, MAX_CQ)?;
         let is_user = user.is_some();
         let n = u32::try_from(cqe).map_err(|_| EINVAL)?;
@@ -152,14 +146,13 @@ impl SiwCq {
             };
             u.udata.respond(&resp)?;
         }
-        let idx = KBox::pin_init(new_spinlock_irq!(Idx::default(), "SiwCq::idx"), GFP_KERNEL)?;
-        let cq = Self {
+        let cq = try_pin_init!(Self {
             ring,
             user: is_user,
-            idx,
+            idx <- new_spinlock_irq!(Idx::default(), "SiwCq::idx"),
             overflowed: AtomicBool::new(false),
             _count: count,
-        };
+        }? Error);
         Ok((cq, size))
     }
 
@@ -190,7 +183,7 @@ impl SiwCq {
                 },
             },
         )?;
-        flags.store(WQE_VALID, Ordering::Release);
+        flags.store(CQE_VALID, Ordering::Release);
         idx.put = idx.put.wrapping_add(1);
         // The control word follows the last CQE.
         let ctrl = mem.atomic_u32(self.ring.end(CQE_SIZE)).ok_or(EINVAL)?;
@@ -211,7 +204,7 @@ impl SiwCq {
             let Some(flags) = mem.atomic_u8(off.saturating_add(CQE_FLAGS)) else {
                 break;
             };
-            if flags.load(Ordering::Acquire) & WQE_VALID == 0 {
+            if flags.load(Ordering::Acquire) & CQE_VALID == 0 {
                 break;
             }
             let Some(c) = mem.read::<Cqe>(off) else {
@@ -219,9 +212,9 @@ impl SiwCq {
             };
             *slot = Wc {
                 id: c.id,
-                opcode: c.opcode,
-                status: c.status,
-                bytes: c.bytes,
+                opcode: wc_opcode(c.opcode),
+                status: wc_status(c.status),
+                byte_len: c.bytes,
                 qp: c.qp,
             };
             flags.store(0, Ordering::Release);
@@ -233,19 +226,48 @@ impl SiwCq {
 
     /// Arms the CQ (`req_notify_cq`, kernel CQs); returns whether completions are
     /// already waiting.
-    pub(crate) fn arm(&self, solicited_only: bool) -> bool {
+    pub(crate) fn arm(&self, notify: CqNotify) -> bool {
         let mem = &self.ring.mem;
         if let Some(ctrl) = mem.atomic_u32(self.ring.end(CQE_SIZE)) {
-            let v = if solicited_only {
-                NOTIFY_SOLICITED
-            } else {
-                NOTIFY_SOLICITED | NOTIFY_NEXT_COMPLETION
+            let v = match notify {
+                CqNotify::Solicited => NOTIFY_SOLICITED,
+                CqNotify::NextComp => NOTIFY_SOLICITED | NOTIFY_NEXT_COMPLETION,
             };
             ctrl.store(v, Ordering::Release);
         }
         let idx = self.idx.lock();
         let off = self.ring.offset(idx.get, CQE_SIZE);
         mem.atomic_u8(off.saturating_add(CQE_FLAGS))
-            .is_some_and(|f| f.load(Ordering::Acquire) & WQE_VALID != 0)
+            .is_some_and(|f| f.load(Ordering::Acquire) & CQE_VALID != 0)
+    }
+}
+
+/// The work completion operation of a CQE's `enum siw_opcode` (the C siw's
+/// `map_wc_opcode()`).
+fn wc_opcode(opcode: u8) -> WcOpcode {
+    match opcode {
+        op::WRITE => WcOpcode::RdmaWrite,
+        op::SEND | op::SEND_WITH_IMM | op::SEND_REMOTE_INV => WcOpcode::Send,
+        op::READ | op::READ_LOCAL_INV => WcOpcode::RdmaRead,
+        op::INVAL_STAG => WcOpcode::LocalInv,
+        op::REG_MR => WcOpcode::RegMr,
+        _ => WcOpcode::Recv,
+    }
+}
+
+/// The work completion status of a CQE's `enum siw_wc_status` (the C siw's
+/// `map_cqe_status()`).
+fn wc_status(status: u16) -> WcStatus {
+    match status {
+        wc::SUCCESS => WcStatus::Success,
+        wc::LOC_LEN_ERR => WcStatus::LocLenErr,
+        wc::LOC_PROT_ERR => WcStatus::LocProtErr,
+        wc::LOC_QP_OP_ERR => WcStatus::LocQpOpErr,
+        wc::WR_FLUSH_ERR => WcStatus::WrFlushErr,
+        wc::BAD_RESP_ERR => WcStatus::BadRespErr,
+        wc::LOC_ACCESS_ERR => WcStatus::LocAccessErr,
+        wc::REM_ACCESS_ERR => WcStatus::RemAccessErr,
+        wc::REM_INV_REQ_ERR => WcStatus::RemInvReqErr,
+        _ => WcStatus::GeneralErr,
     }
 }

@@ -6,52 +6,61 @@
 //! equals the C siw's, so that `ibv_devinfo` cannot tell the two apart and libsiw works
 //! unmodified; the `#[vtable] impl` below is safe code over the glue in [`crate::ib`].
 
-use crate::ib::{
-    cm::{
-        CmId,
-        ConnParam,
-        QpHandle,
-        RequestCookie, //
-    },
-    device::{
-        self as ibdev,
-        Device,
-        DeviceAttr,
-        DeviceInfo,
-        PortAttr,
-        PortImmutable,
-        PortState,
-        SiwDeviceRef, //
-    },
-    link::Link,
-    netdev::{
+use crate::glue::{
+    net::netdev::{
         self,
         Event,
         LinkType,
         NetDev,
         ETH_ALEN, //
     },
-    object::{
-        Udata,
-        UrespAllocCtx, //
-        User,
+    rdma::{
+        cm::{
+            CmId,
+            ConnParam,
+            QpHandle,
+            RequestCookie, //
+        },
+        device::{
+            self as ibdev,
+            Device,
+            DeviceAttr,
+            DeviceInfo,
+            DeviceRef,
+            DriverId,
+            NodeType,
+            PortAttr,
+            PortImmutable,
+            PortState, //
+        },
+        link::Link,
+        object::{
+            Udata,
+            User, //
+        },
+        umem::KernelMem,
+        verbs::{
+            AccessFlags,
+            Cq,
+            CqNotify,
+            MrKeys,
+            Pd,
+            Qp,
+            QpInit,
+            QpModify,
+            QpQuery,
+            RecvWrs,
+            SendWrs,
+            Srq,
+            SrqAttr,
+            SrqAttrMask,
+            UserMr,
+            Wc, //
+        },
     },
-    verbs::{
-        Cq,
-        KernelMem,
-        MrKeys,
-        Pd,
-        Qp,
-        QpInit,
-        QpModify,
-        QpQuery,
-        RecvWr,
-        SendWr,
-        Srq,
-        SrqAttr,
-        SrqMask,
-        UserMr,
-        Wc, //
+    siw_abi::{
+        self,
+        UrespAllocCtx, //
     },
 };
 use crate::{
@@ -87,8 +96,9 @@ pub(crate) const MAX_QP_WR: u32 = 1024 * 32;
 const MAX_ORD: u32 = 128;
 /// `SIW_MAX_IRD_QP`.
 const MAX_IRD: u32 = 128;
-/// `SIW_MAX_SGE`.
-pub(crate) const MAX_SGE: u32 = 6;
+/// `SIW_MAX_SGE`: the one limit on scatter/gather elements, of work requests and queue
+/// elements alike.
+pub(crate) const MAX_SGE: u32 = siw_abi::MAX_SGE as u32;
 /// `SIW_MAX_SGE_RD`: an iWARP Read sink is one SGE.
 const MAX_SGE_RD: u32 = 1;
 /// `SIW_MAX_SGE_PBL`.
@@ -176,6 +186,11 @@ impl Link for Siw {
             node_guid: eui64_of_mac(&raw_gid),
             node_desc: NODE_DESC,
             netdev,
+            node_type: NodeType::Rnic,
+            // libsiw rings its send queue doorbell with POST_SEND.
+            uverbs_post_send: true,
+            // siw binds real kernel sockets: the iWARP port mapper must not map ports.
+            iw_no_port_map: true,
         };
         Device::<Siw>::register(name, info, data).inspect_err(|e| {
             if *e == EEXIST {
@@ -190,7 +205,7 @@ impl netdev::Notifier for Siw {
         if event == Event::Other {
             return;
         }
-        let Some(sdev) = SiwDeviceRef::find_by_netdev(dev) else {
+        let Some(sdev) = DeviceRef::find_by_netdev(dev, siw_abi::DRIVER_ID) else {
             return;
         };
         // A C siw device on this netdev is the C siw's business.
@@ -215,6 +230,9 @@ fn qp_ids(qp: &Qp<Siw>) -> crate::qp::QpIds {
 
 #[vtable]
 impl ibdev::Driver for Siw {
+    const DRIVER_ID: DriverId = siw_abi::DRIVER_ID;
+    const UVERBS_ABI_VER: u32 = siw_abi::ABI_VERSION;
+
     type Data = SiwDev;
     type UContext = SiwUContext;
     type Pd = SiwPd;
@@ -222,7 +240,7 @@ impl ibdev::Driver for Siw {
     type Srq = SiwSrq;
     type Qp = SiwQp;
     type Mr = SiwMr;
-    type Ep = crate::cm::Ep;
+    type Listener = crate::cm::Ep;
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
         let d = dev.data();
@@ -285,17 +303,20 @@ impl ibdev::Driver for Siw {
         Ok(gid)
     }
 
-    fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata) -> Result<SiwUContext> {
+    fn alloc_ucontext(
+        dev: &Device<Self>,
+        udata: &mut Udata,
+    ) -> Result<impl PinInit<SiwUContext, Error>> {
         let d = dev.data();
         let count = Counted::new(&d.counts, Kind::Ctx, MAX_CONTEXT)?;
         udata.respond(&UrespAllocCtx {
             dev_id: d.part_id,
             pad: 0,
         })?;
-        Ok(SiwUContext { _count: count })
+        Ok(Ok::<_, Error>(SiwUContext { _count: count }))
     }
 
-    fn alloc_pd(dev: &Device<Self>) -> Result<SiwPd> {
+    fn alloc_pd(dev: &Device<Self>) -> impl PinInit<SiwPd, Error> {
         SiwPd::new(dev.data())
     }
 
@@ -303,7 +324,7 @@ impl ibdev::Driver for Siw {
         dev: &Device<Self>,
         cqe: i32,
         user: Option<&mut User<'_, Self>>,
-    ) -> Result<(SiwCq, i32)> {
+    ) -> Result<(impl PinInit<SiwCq, Error>, i32)> {
         SiwCq::new(dev.data(), cqe, user)
     }
 
@@ -311,11 +332,12 @@ impl ibdev::Driver for Siw {
         pd: &Pd<Self>,
         attr: &SrqAttr,
         user: Option<&mut User<'_, Self>>,
-    ) -> Result<(SiwSrq, SrqAttr)> {
-        SiwSrq::new(pd.device::<Self>().data(), attr, user)
+    ) -> Result<(impl PinInit<SiwSrq, Error>, SrqAttr)> {
+        let (srq, out) = SiwSrq::new(pd.device::<Self>().data(), attr, user)?;
+        Ok((Ok::<_, Error>(srq), out))
     }
 
-    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: SrqMask) -> Result {
+    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
         srq.data().modify(attr, mask)
     }
 
@@ -327,8 +349,9 @@ impl ibdev::Driver for Siw {
         pd: &Pd<Self>,
         attr: &QpInit<'_, Self>,
         user: Option<&mut User<'_, Self>>,
-    ) -> Result<(SiwQp, u32)> {
-        SiwQp::new(pd.device::<Self>().data(), pd.id(), attr, user)
+    ) -> Result<(impl PinInit<SiwQp, Error>, u32)> {
+        let (qp, qpn) = SiwQp::new(pd.device::<Self>().data(), pd.id(), attr, user)?;
+        Ok((Ok::<_, Error>(qp), qpn))
     }
 
     fn qp_created(qp: &Qp<Self>) -> Result {
@@ -347,24 +370,16 @@ impl ibdev::Driver for Siw {
         qp.data().destroy();
     }
 
-    fn doorbell(qp: &Qp<Self>) -> Result {
-        qp.data().doorbell()
+    fn post_send(qp: &Qp<Self>, wrs: &mut SendWrs<'_>) -> Result {
+        qp.data().post_send(wrs)
     }
 
-    fn post_send(qp: &Qp<Self>, wr: &SendWr) -> Result {
-        qp.data().post_send(wr)
+    fn post_recv(qp: &Qp<Self>, wrs: &mut RecvWrs<'_>) -> Result {
+        qp.data().post_recv(wrs)
     }
 
-    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result {
-        qp.data().post_recv(wr)
-    }
-
-    fn posted(qp: &Qp<Self>, send: bool) {
-        qp.data().posted(send)
-    }
-
-    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr) -> Result {
-        srq.data().post_recv(wr)
+    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut RecvWrs<'_>) -> Result {
+        srq.data().post_recv(wrs)
     }
 
     fn reg_user_mr(
@@ -375,7 +390,7 @@ impl ibdev::Driver for Siw {
         SiwMr::new(pd.device::<Self>().data(), pd.id(), mr, user)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<(SiwMr, MrKeys)> {
+    fn get_dma_mr(pd: &Pd<Self>, access: AccessFlags, mem: KernelMem) -> Result<(SiwMr, MrKeys)> {
         SiwMr::dma(pd.device::<Self>().data(), pd.id(), access, mem)
     }
 
@@ -383,8 +398,8 @@ impl ibdev::Driver for Siw {
         cq.data().poll(out)
     }
 
-    fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool) -> bool {
-        cq.data().arm(solicited_only)
+    fn req_notify_cq(cq: &Cq<Self>, notify: CqNotify) -> bool {
+        cq.data().arm(notify)
     }
 
     fn iw_connect(dev: &Device<Self>, id: CmId, p: &ConnParam<'_>) -> Result {
@@ -412,12 +427,11 @@ impl ibdev::Driver for Siw {
         dev.data().tables.cm_handle(qpn)
     }
 
-    fn iw_qp_ref(qp: &Qp<Self>, get: bool) {
-        let core = &qp.data().core;
-        if get {
-            core.cm_get();
-        } else {
-            core.cm_put();
-        }
+    fn iw_add_ref(qp: &Qp<Self>) {
+        qp.data().core.cm_get();
+    }
+
+    fn iw_rem_ref(qp: &Qp<Self>) {
+        qp.data().core.cm_put();
     }
 }

@@ -9,19 +9,25 @@ use crate::{
         SiwDev,
         MAX_MR, //
     },
-    ib::{
-        object::{
-            UreqRegMr,
-            UrespRegMr,
-            User, //
+    glue::{
+        random_u32,
+        rdma::{
+            object::User,
+            umem::{
+                KernelMem,
+                MrMem,
+                UserPages, //
+            },
+            verbs::{
+                Access,
+                AccessFlags,
+                MrKeys,
+                UserMr, //
+            },
         },
-        verbs::{
-            access,
-            KernelMem,
-            MrKeys,
-            MrMem,
-            UserMr,
-            UserPages, //
+        siw_abi::{
+            UreqRegMr,
+            UrespRegMr, //
         },
     },
     limit::{
@@ -37,7 +43,7 @@ use kernel::{
 
 /// A random 8-bit STag key.
 fn random_key() -> u8 {
-    u8::try_from(crate::ib::random_u32() & 0xff).unwrap_or(0)
+    u8::try_from(random_u32() & 0xff).unwrap_or(0)
 }
 
 /// STag indices are 24 bits, chosen at random ([`Tables::publish_mr`]); 0 is never used.
@@ -62,8 +68,8 @@ pub(crate) struct MrCore {
     pub(crate) stag: u32,
     /// The owning PD.
     pd: usize,
-    /// `IB_ACCESS_*` rights.
-    access: u32,
+    /// The access rights.
+    access: AccessFlags,
     /// Start of the region (the iova both sides address it by).
     virt: u64,
     /// The memory: pinned user pages, or kernel memory for a DMA MR.
@@ -72,18 +78,18 @@ pub(crate) struct MrCore {
 
 impl MrCore {
     /// Checks an access of `len` bytes at address `addr` by a QP of PD `pd` that needs the
-    /// rights `need` (`IB_ACCESS_*`, 0 for local read); returns the offset into the region.
+    /// rights `need` (none for local read); returns the offset into the region.
     pub(crate) fn check(
         &self,
         pd: usize,
         addr: u64,
         len: u32,
-        need: u32,
+        need: AccessFlags,
     ) -> Result<usize, AccessError> {
         if self.pd != pd {
             return Err(AccessError::Pd);
         }
-        if self.access & need != need {
+        if !self.access.contains_all(need) {
             return Err(AccessError::Rights);
         }
         let off = addr.checked_sub(self.virt).ok_or(AccessError::Bounds)?;
@@ -95,10 +101,14 @@ impl MrCore {
     }
 }
 
-/// Local read needs no right; local write needs `LOCAL_WRITE`.
-pub(crate) const LOCAL_READ: u32 = 0;
+/// Local read needs no right.
+pub(crate) const LOCAL_READ: AccessFlags = AccessFlags::from_raw(0);
 /// The right a receive buffer or Read sink needs.
-pub(crate) const LOCAL_WRITE: u32 = access::LOCAL_WRITE;
+pub(crate) const LOCAL_WRITE: AccessFlags = AccessFlags::from_raw(Access::LocalWrite as u32);
+/// The right an inbound RDMA Write needs.
+pub(crate) const REMOTE_WRITE: AccessFlags = AccessFlags::from_raw(Access::RemoteWrite as u32);
+/// The right an inbound RDMA Read needs.
+pub(crate) const REMOTE_READ: AccessFlags = AccessFlags::from_raw(Access::RemoteRead as u32);
 
 /// A registered memory region.
 pub(crate) struct SiwMr {
@@ -167,7 +177,7 @@ impl SiwMr {
     pub(crate) fn dma(
         dev: &SiwDev,
         pd: usize,
-        access: u32,
+        access: AccessFlags,
         mem: KernelMem,
     ) -> Result<(Self, MrKeys)> {
         let count = Counted::new(&dev.counts, Kind::Mr, MAX_MR)?;

@@ -19,34 +19,42 @@ use crate::{
         MAX_QP_WR,
         MAX_SGE, //
     },
-    ib::{
-        cm::QpHandle,
-        object::{
+    glue::{
+        rdma::{
+            cm::QpHandle,
+            mmap::SharedMem,
+            object::User,
+            verbs::{
+                Access,
+                AccessFlags,
+                Cq,
+                CqRef,
+                QpCap,
+                QpInit,
+                QpModify,
+                QpQuery,
+                QpState as VerbsQpState,
+                QpType,
+                RecvWr,
+                RecvWrs,
+                SendFlag,
+                SendOp,
+                SendWr,
+                SendWrs,
+                SigType,
+                WrSge, //
+            },
+        },
+        siw_abi::{
             op,
             wc,
             wqe,
             UrespCreateQp,
-            User,
             MAX_INLINE,
-            OP_RECEIVE,
             RQE_SIZE,
             SQE_SIZE, //
-            WC_WR_FLUSH_ERR,
         },
-        verbs::{
-            access,
-            wr,
-            Cq,
-            CqRef,
-            QpCap,
-            QpInit,
-            QpModify,
-            QpQuery,
-            RecvWr,
-            SendWr,
-            WrSge, //
-        },
-        work,
+        workqueue,
     },
     limit::{
         Counted,
@@ -54,19 +62,23 @@ use crate::{
     },
     proto::qp::{
         self as sm,
-        State, //
+        State,
+        VerbsState, //
     },
     queue::{
         post_wqe,
-        Ring, //
+        Ring,
+        Rqe,
+        Sge,
+        Sges,
+        Sqe,
+        SQE_INLINE,
+        WQE_FLAGS, //
     },
     rx::RxState,
     srq::SrqShared,
     table::Tables,
-    tx::{
-        TxState,
-        INLINE_OFF, //
-    },
+    tx::TxState,
 };
 use core::sync::atomic::{
     fence,
@@ -101,46 +113,6 @@ pub(crate) struct QpIds {
     /// The `ib_qp` (kernel CQs).
     pub(crate) handle: u64,
 }
-
-/// A scatter/gather element as it sits in a queue element (`struct siw_sge`).
-#[repr(C)]
-#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
-pub(crate) struct Sge {
-    pub(crate) laddr: u64,
-    pub(crate) length: u32,
-    pub(crate) lkey: u32,
-}
-
-/// A send queue element (`struct siw_sqe`).
-#[repr(C)]
-#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
-pub(crate) struct Sqe {
-    pub(crate) id: u64,
-    pub(crate) flags: u16,
-    pub(crate) num_sge: u8,
-    pub(crate) opcode: u8,
-    pub(crate) rkey: u32,
-    pub(crate) raddr: u64,
-    pub(crate) sge: [Sge; 6],
-}
-
-/// A receive queue element (`struct siw_rqe`).
-#[repr(C)]
-#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
-pub(crate) struct Rqe {
-    pub(crate) id: u64,
-    pub(crate) flags: u16,
-    pub(crate) num_sge: u8,
-    pub(crate) opcode: u8,
-    pub(crate) unused: u32,
-    pub(crate) sge: [Sge; 6],
-}
-
-const _: () = assert!(core::mem::size_of::<Sqe>() == SQE_SIZE);
-const _: () = assert!(core::mem::size_of::<Rqe>() == RQE_SIZE);
-
-/// Offset of `flags` in a queue element.
-pub(crate) const WQE_FLAGS: usize = 8;
 
 /// The send and receive CQs.
 pub(crate) struct Cqs {
@@ -279,21 +251,20 @@ fn state_code(s: State) -> u8 {
 }
 
 /// The receive queue element for a kernel receive work request (flags left to the poster).
-fn rqe(wr: &RecvWr) -> Rqe {
-    let mut r = Rqe {
+fn rqe(wr: &RecvWr<'_>) -> Rqe {
+    Rqe {
         id: wr.id,
-        num_sge: u8::try_from(wr.num_sge).unwrap_or(u8::MAX),
-        opcode: OP_RECEIVE,
+        num_sge: u8::try_from(wr.sge.len()).unwrap_or(u8::MAX),
+        opcode: op::RECEIVE,
+        sge: queue_sges(wr.sge),
         ..Default::default()
-    };
-    r.sge = queue_sges(&wr.sge, wr.num_sge);
-    r
+    }
 }
 
-/// A kernel work request's first `n` SGEs as a queue element holds them.
-fn queue_sges(sges: &[WrSge], n: usize) -> [Sge; 6] {
-    let mut out = [Sge::default(); 6];
-    for (d, s) in out.iter_mut().zip(sges.iter().take(n)) {
+/// A kernel work request's SGEs as a queue element holds them (callers check the count).
+fn queue_sges(sges: &[WrSge]) -> Sges {
+    let mut out = Sges::default();
+    for (d, s) in out.iter_mut().zip(sges.iter()) {
         *d = Sge {
             laddr: s.addr,
             length: s.length,
@@ -304,9 +275,35 @@ fn queue_sges(sges: &[WrSge], n: usize) -> [Sge; 6] {
 }
 
 /// Posts a kernel receive work request into the ring `mem` at the slot `off` names.
-pub(crate) fn post_rqe(mem: &crate::ib::mem::SharedMem, off: usize, wr: &RecvWr) -> Result {
+pub(crate) fn post_rqe(mem: &SharedMem, off: usize, wr: &RecvWr<'_>) -> Result {
     let r = rqe(wr);
     post_wqe(mem, off, 0, || mem.write(off, r))
+}
+
+/// The protocol core's name for a verbs QP state.
+fn verbs_state_of(s: VerbsQpState) -> VerbsState {
+    match s {
+        VerbsQpState::Reset => VerbsState::Reset,
+        VerbsQpState::Init => VerbsState::Init,
+        VerbsQpState::Rtr => VerbsState::Rtr,
+        VerbsQpState::Rts => VerbsState::Rts,
+        VerbsQpState::Sqd => VerbsState::Sqd,
+        VerbsQpState::Sqe => VerbsState::Sqe,
+        VerbsQpState::Err => VerbsState::Err,
+    }
+}
+
+/// The verbs QP state the protocol core's state reads as.
+fn qp_state_of(s: VerbsState) -> VerbsQpState {
+    match s {
+        VerbsState::Reset => VerbsQpState::Reset,
+        VerbsState::Init => VerbsQpState::Init,
+        VerbsState::Rtr => VerbsQpState::Rtr,
+        VerbsState::Rts => VerbsQpState::Rts,
+        VerbsState::Sqd => VerbsQpState::Sqd,
+        VerbsState::Sqe => VerbsQpState::Sqe,
+        VerbsState::Err => VerbsQpState::Err,
+    }
 }
 
 /// A queue pair.
@@ -329,7 +326,7 @@ impl SiwQp {
             return Err(EOPNOTSUPP);
         }
         let count = Counted::new(&dev.counts, Kind::Qp, MAX_QP)?;
-        if !attr.rc {
+        if attr.qp_type != QpType::Rc {
             return Err(EOPNOTSUPP);
         }
         let cap = attr.cap;
@@ -337,7 +334,7 @@ impl SiwQp {
             || cap.max_recv_wr > MAX_QP_WR
             || cap.max_send_sge > MAX_SGE
             || cap.max_recv_sge > MAX_SGE
-            || cap.max_inline_data > MAX_INLINE
+            || cap.max_inline_data > MAX_INLINE as u32
             // A QP must be able to hold at least one send WQE.
             || cap.max_send_wr == 0
             || attr.send_cq.is_none()
@@ -347,7 +344,7 @@ impl SiwQp {
         }
         let kernel = user.is_none();
         let sq = Ring::new(cap.max_send_wr, SQE_SIZE, 0, user.as_deref_mut())?;
-        let sig_all = attr.sig_all.ok_or(EINVAL)?;
+        let sig_all = attr.sq_sig_type.ok_or(EINVAL)? == SigType::AllWr;
         let rq = if attr.srq.is_none() && cap.max_recv_wr > 0 {
             Some(Ring::new(
                 cap.max_recv_wr,
@@ -440,18 +437,20 @@ impl SiwQp {
             .as_ref()
             .map_or((0, 0), |l| (l.params.ird, l.params.ord));
         QpQuery {
-            state: st.state.to_verbs(),
+            state: qp_state_of(st.state.to_verbs()),
             cap: QpCap {
                 max_send_wr: self.core.sq.entries,
                 max_recv_wr: self.core.rq.as_ref().map_or(0, |r| r.entries),
                 max_send_sge: self.core.sq_max_sges,
                 max_recv_sge: self.core.rq_max_sges,
-                max_inline_data: MAX_INLINE,
+                max_inline_data: MAX_INLINE as u32,
             },
             max_rd_atomic: u8::try_from(ord).unwrap_or(u8::MAX),
             max_dest_rd_atomic: u8::try_from(ird).unwrap_or(u8::MAX),
             // Reported as constant, as by the C siw.
-            access_flags: access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ,
+            access_flags: AccessFlags::from(Access::LocalWrite)
+                | Access::RemoteWrite
+                | Access::RemoteRead,
         }
     }
 
@@ -459,7 +458,7 @@ impl SiwQp {
     /// connection's work process the send queue; in ERROR complete what was posted with
     /// flush errors (the C siw leaves it in the queue, uncompleted); in any other state the
     /// QP is not connected.
-    pub(crate) fn doorbell(&self) -> Result {
+    fn doorbell(&self) -> Result {
         let ep = {
             let mut st = self.core.st.lock();
             match st.state {
@@ -477,45 +476,78 @@ impl SiwQp {
         Ok(())
     }
 
+    /// `post_send`. A process posts into its mapped send queue and calls with no requests
+    /// to ring the doorbell; a kernel consumer posts a list, which goes into the same queue
+    /// (the C siw's `siw_post_send()`). What was posted before a failure stays posted.
+    pub(crate) fn post_send(&self, wrs: &mut SendWrs<'_>) -> Result {
+        if wrs.is_empty() {
+            return self.doorbell();
+        }
+        if !wrs.is_kernel() {
+            return Err(EINVAL);
+        }
+        let r = wrs.try_for_each(|w| self.post_one_send(&w?));
+        self.posted(true);
+        r
+    }
+
+    /// `post_recv`: a kernel consumer's list into the receive queue (a process posts into
+    /// its mapped queue).
+    pub(crate) fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
+        if !wrs.is_kernel() {
+            return if wrs.is_empty() { Ok(()) } else { Err(EINVAL) };
+        }
+        let r = wrs.try_for_each(|w| self.post_one_recv(&w?));
+        self.posted(false);
+        r
+    }
+
     /// A kernel consumer's send work request, into the send queue as the element a process
-    /// would write (the C siw's `siw_post_send()` for kernel QPs). In RTS the connection's
-    /// work sends it; in ERROR it completes flushed; before RTS there is no connection to
-    /// send on (`ENOTCONN`); a full queue is `ENOMEM`.
-    pub(crate) fn post_send(&self, w: &SendWr) -> Result {
+    /// would write. In RTS the connection's work sends it; in ERROR it completes flushed;
+    /// before RTS there is no connection to send on (`ENOTCONN`); a full queue is `ENOMEM`.
+    fn post_one_send(&self, w: &SendWr<'_>) -> Result {
+        let inline =
+            if w.flags.contains(SendFlag::Inline) && !matches!(w.op, SendOp::RdmaRead { .. }) {
+                let mut data = [0u8; MAX_INLINE];
+                let len = w.gather_inline(&mut data)?;
+                Some((data, u32::try_from(len).map_err(|_| EINVAL)?))
+            } else {
+                None
+            };
         let core = &*self.core;
         if !matches!(core.state_now(), State::Rts | State::Error) {
             return Err(ENOTCONN);
         }
-        if w.num_sge > core.sq_max_sges as usize {
+        if w.sge.len() > core.sq_max_sges as usize {
             return Err(EINVAL);
         }
-        let (opcode, rkey, raddr) = match w.opcode {
-            wr::RDMA_WRITE => (op::WRITE, w.rkey, w.remote_addr),
-            wr::RDMA_READ => (op::READ, w.rkey, w.remote_addr),
-            wr::SEND => (op::SEND, 0, 0),
-            wr::SEND_WITH_INV => (op::SEND_REMOTE_INV, w.invalidate_rkey, 0),
-            _ => return Err(EINVAL),
+        let (opcode, rkey, raddr) = match w.op {
+            SendOp::RdmaWrite { remote_addr, rkey } => (op::WRITE, rkey, remote_addr),
+            SendOp::RdmaRead { remote_addr, rkey } => (op::READ, rkey, remote_addr),
+            SendOp::Send => (op::SEND, 0, 0),
+            SendOp::SendWithInv { rkey } => (op::SEND_REMOTE_INV, rkey, 0),
+            SendOp::Other(_) => return Err(EINVAL),
         };
         let mut flags = 0u16;
         for (ib, siw) in [
-            (wr::SIGNALED, wqe::SIGNALLED),
-            (wr::SOLICITED, wqe::SOLICITED),
-            (wr::FENCE, wqe::READ_FENCE),
+            (SendFlag::Signaled, wqe::SIGNALLED),
+            (SendFlag::Solicited, wqe::SOLICITED),
+            (SendFlag::Fence, wqe::READ_FENCE),
         ] {
-            if w.flags & ib != 0 {
+            if w.flags.contains(ib) {
                 flags |= siw;
             }
         }
         let mut sqe = Sqe {
             id: w.id,
-            num_sge: u8::try_from(w.num_sge).map_err(|_| EINVAL)?,
+            num_sge: u8::try_from(w.sge.len()).map_err(|_| EINVAL)?,
             opcode,
             rkey,
             raddr,
-            sge: queue_sges(&w.sge, w.num_sge),
+            sge: queue_sges(w.sge),
             ..Default::default()
         };
-        let inline = w.inline.map(|(data, len)| {
+        let inline = inline.map(|(data, len)| {
             sqe.num_sge = 1;
             sqe.sge = Default::default();
             sqe.sge[0].length = len;
@@ -527,7 +559,7 @@ impl SiwQp {
         post_wqe(&core.sq.mem, off, flags, || {
             core.sq.mem.write(off, sqe)?;
             match inline {
-                Some(d) => core.sq.mem.write(off.saturating_add(INLINE_OFF), d),
+                Some(d) => core.sq.mem.write(off.saturating_add(SQE_INLINE), d),
                 None => Ok(()),
             }
         })?;
@@ -537,11 +569,11 @@ impl SiwQp {
 
     /// A kernel consumer's receive work request, into the receive queue. Not with an SRQ
     /// (the consumer posts to that), nor while the connection closes.
-    pub(crate) fn post_recv(&self, w: &RecvWr) -> Result {
+    fn post_one_recv(&self, w: &RecvWr<'_>) -> Result {
         let core = &*self.core;
         let rq = core.rq.as_ref().ok_or(EINVAL)?;
         if matches!(core.state_now(), State::Closing | State::Terminate)
-            || w.num_sge > core.rq_max_sges as usize
+            || w.sge.len() > core.rq_max_sges as usize
         {
             return Err(EINVAL);
         }
@@ -553,13 +585,13 @@ impl SiwQp {
 
     /// A kernel consumer's list was posted: in RTS kick the connection to send it, in
     /// ERROR let the QP's work flush it.
-    pub(crate) fn posted(&self, send: bool) {
+    fn posted(&self, send: bool) {
         // Pairs with `set_state`'s fence: either the flush of a state change sees what
         // was just published, or this sees the new state.
         fence(Ordering::SeqCst);
         match self.core.state_now() {
             State::Error => {
-                if let Some(q) = work::queue() {
+                if let Some(q) = workqueue::queue() {
                     // Already queued: that run will see these too.
                     let _ = q.enqueue::<_, 0>(self.core.clone());
                 }
@@ -580,7 +612,7 @@ impl SiwQp {
     /// then wait until the connection manager has dropped its references.
     pub(crate) fn destroy(&self) {
         let _ = self.core.modify(&QpModify {
-            state: Some(crate::proto::qp::VerbsState::Err),
+            state: Some(VerbsQpState::Err),
             access_flags: None,
         });
         drop(self.tables.remove_qp(self.core.qpn));
@@ -624,10 +656,12 @@ impl QpCore {
                 has_mpa: false,
                 tx_idle: st.link.as_ref().is_none_or(|l| l.tx.idle()),
             };
-            let t = sm::modify(st.state, State::from_verbs(target), ctx).map_err(|e| match e {
-                sm::Refused::NotConnected => EINVAL,
-                sm::Refused::Undefined => ECONNABORTED,
-            })?;
+            let t = sm::modify(st.state, State::from_verbs(verbs_state_of(target)), ctx).map_err(
+                |e| match e {
+                    sm::Refused::NotConnected => EINVAL,
+                    sm::Refused::Undefined => ECONNABORTED,
+                },
+            )?;
             self.set_state(&mut st, t.next);
             if t.flush_rq {
                 self.flush_rq(&mut st);
@@ -712,8 +746,8 @@ impl QpCore {
         if let Some((id, status)) = link.rx.take_recv() {
             let c = Completion {
                 id,
-                opcode: OP_RECEIVE,
-                status: status.unwrap_or(WC_WR_FLUSH_ERR),
+                opcode: op::RECEIVE,
+                status: status.unwrap_or(wc::WR_FLUSH_ERR),
                 bytes: 0,
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,
@@ -740,8 +774,8 @@ impl QpCore {
             }
             let c = Completion {
                 id: rq.mem.read::<u64>(off).unwrap_or(0),
-                opcode: OP_RECEIVE,
-                status: WC_WR_FLUSH_ERR,
+                opcode: op::RECEIVE,
+                status: wc::WR_FLUSH_ERR,
                 bytes: 0,
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,
@@ -765,7 +799,7 @@ impl QpCore {
                 let c = Completion {
                     id: *id,
                     opcode: *opcode,
-                    status: WC_WR_FLUSH_ERR,
+                    status: wc::WR_FLUSH_ERR,
                     bytes: 0,
                     qp_num: st.ids.qpn,
                     qp_handle: st.ids.handle,
@@ -779,14 +813,14 @@ impl QpCore {
             let Some(flags) = self.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
                 break;
             };
-            if flags.load(Ordering::Acquire) & crate::ib::object::wqe::VALID == 0 {
+            if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
                 break;
             }
             let sqe: Sqe = self.sq.mem.read(off).unwrap_or_default();
             let c = Completion {
                 id: sqe.id,
                 opcode: sqe.opcode,
-                status: WC_WR_FLUSH_ERR,
+                status: wc::WR_FLUSH_ERR,
                 bytes: 0,
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,

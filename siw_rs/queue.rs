@@ -1,23 +1,107 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Work and completion queue memory: power-of-two rings shared with user space.
+//! Work and completion queue memory: power-of-two rings shared with user space, and the
+//! layout of their elements (the siw user ABI, checked against the C header at compile time).
 
 use crate::device::Siw;
-use crate::ib::{
-    mem::{
-        MmapEntry,
-        SharedMem, //
+use crate::glue::{
+    rdma::{
+        mmap::{
+            MmapEntry,
+            SharedMem, //
+        },
+        object::User,
     },
-    object::{
+    siw_abi::{
+        self,
         wqe,
-        User, //
+        INVAL_UOBJ_KEY, //
     },
 };
-use crate::qp::WQE_FLAGS;
-use core::sync::atomic::Ordering;
+use core::{
+    mem::{
+        offset_of,
+        size_of, //
+    },
+    sync::atomic::Ordering,
+};
 use kernel::{
     prelude::*,
     sync::Arc, //
+};
+
+/// A scatter/gather element as it sits in a queue element (`struct siw_sge`).
+#[repr(C)]
+#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
+pub(crate) struct Sge {
+    pub(crate) laddr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+/// The SGEs of a queue element.
+pub(crate) type Sges = [Sge; siw_abi::MAX_SGE];
+
+/// A send queue element (`struct siw_sqe`). With `SIW_WQE_INLINE`, the data sits where
+/// `sge[1..]` would ([`SQE_INLINE`]), and `sge[0].length` is its length.
+#[repr(C)]
+#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
+pub(crate) struct Sqe {
+    pub(crate) id: u64,
+    pub(crate) flags: u16,
+    pub(crate) num_sge: u8,
+    pub(crate) opcode: u8,
+    pub(crate) rkey: u32,
+    pub(crate) raddr: u64,
+    pub(crate) sge: Sges,
+}
+
+/// A receive queue element (`struct siw_rqe`).
+#[repr(C)]
+#[derive(Clone, Copy, Default, FromBytes, IntoBytes)]
+pub(crate) struct Rqe {
+    pub(crate) id: u64,
+    pub(crate) flags: u16,
+    pub(crate) num_sge: u8,
+    pub(crate) opcode: u8,
+    pub(crate) unused: u32,
+    pub(crate) sge: Sges,
+}
+
+/// A completion queue element (`struct siw_cqe`).
+#[repr(C)]
+#[derive(Clone, Copy, FromBytes, IntoBytes)]
+pub(crate) struct Cqe {
+    pub(crate) id: u64,
+    pub(crate) flags: u8,
+    pub(crate) opcode: u8,
+    pub(crate) status: u16,
+    pub(crate) bytes: u32,
+    /// `imm_data` / `inval_stag`.
+    pub(crate) imm: u64,
+    /// `qp_id` for user CQs, the `ib_qp` pointer for kernel CQs.
+    pub(crate) qp: u64,
+}
+
+/// Offset of `flags` in an SQE and an RQE.
+pub(crate) const WQE_FLAGS: usize = offset_of!(Sqe, flags);
+/// Offset of `flags` in a CQE.
+pub(crate) const CQE_FLAGS: usize = offset_of!(Cqe, flags);
+/// Offset of inline data in an SQE (`sge[1]`).
+pub(crate) const SQE_INLINE: usize = offset_of!(Sqe, sge) + size_of::<Sge>();
+
+// The elements are the C header's, byte for byte.
+const _: () = {
+    assert!(size_of::<Sge>() == siw_abi::SGE_SIZE);
+    assert!(size_of::<Sqe>() == siw_abi::SQE_SIZE);
+    assert!(size_of::<Rqe>() == siw_abi::RQE_SIZE);
+    assert!(size_of::<Cqe>() == siw_abi::CQE_SIZE);
+    assert!(WQE_FLAGS == siw_abi::WQE_FLAGS);
+    assert!(offset_of!(Rqe, flags) == siw_abi::WQE_FLAGS);
+    assert!(offset_of!(Sqe, sge) == siw_abi::SQE_SGE);
+    assert!(offset_of!(Rqe, sge) == siw_abi::RQE_SGE);
+    assert!(CQE_FLAGS == siw_abi::CQE_FLAGS);
+    assert!(SQE_INLINE + siw_abi::MAX_INLINE == siw_abi::SQE_SIZE);
 };
 
 /// Posts a kernel consumer's work queue element at byte offset `off` of `mem`, as a process
@@ -70,7 +154,8 @@ impl Ring {
             .ok_or(EINVAL)?;
         let mem = SharedMem::new(len, user.is_some())?;
         let mmap = match user {
-            Some(u) => Some(u.ctx.mmap_insert(&mem)?),
+            // libsiw reads `SIW_INVAL_UOBJ_KEY` as "no ring": never hand it out.
+            Some(u) => Some(u.ctx.mmap_insert(&mem, INVAL_UOBJ_KEY + 1)?),
             None => None,
         };
         Ok(Self { mem, entries, mmap })

@@ -12,20 +12,20 @@
 
 use crate::{
     cq::Completion,
-    ib::{
-        mem::SharedMem,
-        object::{wc, OP_RECEIVE, RQE_SIZE},
-        sock::KernelCrc,
-        verbs::access,
+    glue::{
+        iov::KernelCrc,
+        rdma::mmap::SharedMem,
+        siw_abi::{op, wc, wqe, RQE_SIZE},
     },
-    mr::{AccessError, MrCore, LOCAL_WRITE},
+    mr::{AccessError, MrCore, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE},
     proto::{
         ddp::DdpHdr,
         error::TermError,
         rdmap::{FpduHeader, Opcode, RdmapHdr},
         rx::{Event, Receiver, RxConfig},
     },
-    qp::{LinkParams, QpCore, QpState, Rqe, Sge, WQE_FLAGS},
+    qp::{LinkParams, QpCore, QpState},
+    queue::{Rqe, Sge, WQE_FLAGS},
     tx::read_done,
 };
 use core::sync::atomic::Ordering;
@@ -178,7 +178,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
                 .mr(t.stag)
                 .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
             let off = mr
-                .check(qp.pd, t.to, len, access::REMOTE_WRITE)
+                .check(qp.pd, t.to, len, REMOTE_WRITE)
                 .map_err(|e| RxStop::Term(tagged_err(e)))?;
             link.rx.tagged = Some((mr, off));
             Ok(())
@@ -309,7 +309,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             let len = mo.saturating_add(u32::try_from(h.payload_len()).unwrap_or(u32::MAX));
             let c = Completion {
                 id: s.id,
-                opcode: OP_RECEIVE,
+                opcode: op::RECEIVE,
                 status: s.status.unwrap_or(wc::SUCCESS),
                 bytes: len,
                 qp_num: st.ids.qpn,
@@ -343,7 +343,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                     .tables
                     .mr(rr.src_stag)
                     .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
-                mr.check(qp.pd, rr.src_to, rr.size, access::REMOTE_READ)
+                mr.check(qp.pd, rr.src_to, rr.size, REMOTE_READ)
                     .map_err(|e| RxStop::Term(read_err(e)))?;
             }
             let ird = usize::from(link.params.ird);
@@ -391,7 +391,7 @@ fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
 /// Takes the receive queue element at `off` of `mem` and advances the consumer index `get`.
 fn take_from(mem: &SharedMem, off: usize, max_sge: u32, get: &mut u32) -> Option<RxSend> {
     let flags = mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
-    if flags.load(Ordering::Acquire) != crate::ib::object::wqe::VALID {
+    if flags.load(Ordering::Acquire) != wqe::VALID {
         return None;
     }
     let rqe: Rqe = mem.read(off)?;

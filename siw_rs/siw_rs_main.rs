@@ -6,27 +6,46 @@
 //! type siw_rs netdev DEV` creates an iWARP RDMA device on any Ethernet or loopback netdev,
 //! with the C siw's user ABI (libsiw works unmodified) and wire protocol.
 //!
-//! Layout: [`ib`] is the glue to the C APIs (the only place with `unsafe`); [`device`] is the
-//! device itself, in safe code; [`proto`] is the wire protocol, which never calls the kernel.
+//! Layout: [`glue`] binds the C APIs (a generic RDMA layer, kernel sockets and netdevs, the
+//! siw user ABI) and is the only place with `unsafe`; the driver logic ([`device`], [`qp`],
+//! [`cm`], ...) is safe Rust over it; [`proto`] is the wire protocol, which never calls the
+//! kernel.
+
+// `unsafe` belongs in `glue` alone. Every other module forbids it (no `allow` inside can
+// lift that), and the crate denies it, so a new module starts without it too.
+#![deny(unsafe_code)]
 
 use kernel::prelude::*;
 
+#[forbid(unsafe_code)]
 mod cm;
+#[forbid(unsafe_code)]
 mod cq;
+#[forbid(unsafe_code)]
 mod device;
-mod ib;
+#[allow(unsafe_code)]
+mod glue;
+#[forbid(unsafe_code)]
 mod limit;
+#[forbid(unsafe_code)]
 mod mr;
+#[forbid(unsafe_code)]
 mod pd;
 /// The iWARP wire protocol (MPA, DDP, RDMAP), plain `no_std` Rust shared with the host crate
-/// in `proto/` that `cargo test` and the fuzzers build.
+/// in `proto/` that `cargo test` and the fuzzers build. It forbids `unsafe` itself.
 #[path = "proto/src/lib.rs"]
 pub mod proto;
+#[forbid(unsafe_code)]
 mod qp;
+#[forbid(unsafe_code)]
 mod queue;
+#[forbid(unsafe_code)]
 mod rx;
+#[forbid(unsafe_code)]
 mod srq;
+#[forbid(unsafe_code)]
 mod table;
+#[forbid(unsafe_code)]
 mod tx;
 
 module! {
@@ -61,25 +80,25 @@ module! {
 struct SiwRs {
     /// `rdma link add ... type siw_rs`; unregistered first, so no new device appears.
     #[pin]
-    link: ib::link::Registration<device::Siw>,
+    link: glue::rdma::link::Registration<device::Siw>,
     /// The netdev notifier, which unregisters a device when its netdev goes away.
     #[pin]
-    notifier: ib::netdev::NotifierRegistration<device::Siw>,
+    notifier: glue::net::netdev::NotifierRegistration<device::Siw>,
     /// siw_rs's devices; dropped last, unregistering every device still present.
-    devices: ib::device::Registry,
+    devices: glue::rdma::device::Registry,
     /// The connections' workqueue; destroyed after the devices, waiting for their work.
-    wq: ib::work::Guard,
+    wq: glue::workqueue::Guard,
 }
 
 impl kernel::InPlaceModule for SiwRs {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        let devices = ib::device::Registry::init();
-        let wq = ib::work::Guard::new();
+        let devices = glue::rdma::device::Registry::init();
+        let wq = glue::workqueue::Guard::new();
         try_pin_init!(Self {
             wq: wq?,
             devices,
-            notifier <- ib::netdev::NotifierRegistration::new(),
-            link <- ib::link::Registration::new(),
+            notifier <- glue::net::netdev::NotifierRegistration::new(),
+            link <- glue::rdma::link::Registration::new(),
         })
     }
 }

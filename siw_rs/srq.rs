@@ -2,7 +2,6 @@
 
 //! Shared receive queues: a ring of `struct siw_rqe` shared by the QPs attached to it.
 
-use crate::ib::mem::SharedMem;
 use crate::{
     device::{
         Siw,
@@ -11,28 +10,33 @@ use crate::{
         MAX_SRQ,
         MAX_SRQ_WR, //
     },
-    ib::{
-        object::{
+    glue::{
+        rdma::{
+            mmap::SharedMem,
+            object::User,
+            verbs::{
+                RecvWr,
+                RecvWrs,
+                SrqAttr,
+                SrqAttrBit,
+                SrqAttrMask, //
+            },
+        },
+        siw_abi::{
             wqe,
             UrespCreateSrq,
-            User,
             RQE_SIZE, //
-        },
-        verbs::{
-            RecvWr,
-            SrqAttr,
-            SrqMask, //
         },
     },
     limit::{
         Counted,
         Kind, //
     },
-    qp::{
-        post_rqe,
+    qp::post_rqe,
+    queue::{
+        Ring,
         WQE_FLAGS, //
     },
-    queue::Ring,
 };
 use core::sync::atomic::{
     AtomicBool,
@@ -152,11 +156,11 @@ impl SiwSrq {
     }
 
     /// `modify_srq`: only arming the limit is supported (no resize, as in the C siw).
-    pub(crate) fn modify(&self, attr: &SrqAttr, mask: SrqMask) -> Result {
-        if mask.max_wr {
+    pub(crate) fn modify(&self, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
+        if mask.contains(SrqAttrBit::MaxWr) {
             return Err(EOPNOTSUPP);
         }
-        if mask.limit {
+        if mask.contains(SrqAttrBit::Limit) {
             if attr.srq_limit > self.ring.entries {
                 return Err(EINVAL);
             }
@@ -169,9 +173,18 @@ impl SiwSrq {
         Ok(())
     }
 
+    /// `post_srq_recv`: a kernel consumer's list into the SRQ's ring (a process posts into
+    /// its mapped ring).
+    pub(crate) fn post_recv(&self, wrs: &mut RecvWrs<'_>) -> Result {
+        if !wrs.is_kernel() {
+            return if wrs.is_empty() { Ok(()) } else { Err(EINVAL) };
+        }
+        wrs.try_for_each(|w| self.post_one(&w?))
+    }
+
     /// A kernel consumer's receive work request, into the SRQ's ring.
-    pub(crate) fn post_recv(&self, w: &RecvWr) -> Result {
-        if w.num_sge > self.max_sge as usize {
+    fn post_one(&self, w: &RecvWr<'_>) -> Result {
+        if w.sge.len() > self.max_sge as usize {
             return Err(EINVAL);
         }
         let sh = &self.shared;

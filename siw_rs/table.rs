@@ -6,7 +6,10 @@
 
 use crate::{
     cm::Ep,
-    ib::cm::{QpHandle, RequestCookie},
+    glue::{
+        random_u32,
+        rdma::cm::{QpHandle, RequestCookie},
+    },
     mr::{MrCore, STAG_INDEX_MASK},
     qp::QpCore,
 };
@@ -124,7 +127,7 @@ impl Tables {
         const TRIES: usize = 16;
         let mut mr = mr;
         for _ in 0..TRIES {
-            let index = crate::ib::random_u32() & STAG_INDEX_MASK;
+            let index = random_u32() & STAG_INDEX_MASK;
             if index == 0 {
                 continue;
             }

@@ -10,9 +10,10 @@
 
 use crate::{
     cq::Completion,
-    ib::{
-        object::{op, wc, wqe, MAX_INLINE, SQE_SIZE},
-        sock::{IoVec, KernelCrc, Socket, MAX_IOV},
+    glue::{
+        iov::{IoVec, KernelCrc},
+        net::tcp::{Socket, MAX_IOV},
+        siw_abi::{op, wc, wqe, MAX_INLINE, SQE_SIZE},
     },
     mr::{MrCore, LOCAL_READ, LOCAL_WRITE},
     proto::{
@@ -24,10 +25,24 @@ use crate::{
         rdmap::{build_terminate, Opcode, RdmapHdr, ReadRequest, MAX_HDR_LEN},
         segment::{Message, Segmenter, Target},
     },
-    qp::{sq_completion, QpCore, QpState, Sqe, OK, WQE_FLAGS},
+    qp::{sq_completion, QpCore, QpState, OK},
+    queue::{Sqe, SQE_INLINE, WQE_FLAGS},
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
+
+/// The protocol core's CRC32C, computed by the kernel's `crc32c()`.
+impl Crc32c for KernelCrc {
+    fn reset(&mut self) {
+        KernelCrc::reset(self)
+    }
+    fn update(&mut self, data: &[u8]) {
+        KernelCrc::update(self, data)
+    }
+    fn value(&self) -> u32 {
+        KernelCrc::value(self)
+    }
+}
 
 /// Largest FPDU payload siw_rs builds: an FPDU then spans few pages, so its pieces fit one
 /// `sendmsg` (and at most one MSS on Ethernet, as the C siw's default).
@@ -51,9 +66,6 @@ const ZCOPY_MIN: u32 = kernel::page::PAGE_SIZE as u32;
 
 /// Room for any header we send: the largest is a Terminate with copied headers.
 const HDR_BUF: usize = 96;
-
-/// Inline data offset in an SQE (`sge[1]`).
-pub(crate) const INLINE_OFF: usize = 40;
 
 /// An outstanding RDMA Read of ours.
 #[derive(Clone, Copy)]
@@ -79,10 +91,7 @@ enum Source {
         splice: bool,
     },
     /// Inline data copied out of the SQE.
-    Inline {
-        data: [u8; MAX_INLINE as usize],
-        len: usize,
-    },
+    Inline { data: [u8; MAX_INLINE], len: usize },
     /// No payload.
     None,
 }
@@ -371,7 +380,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             if rr.size != 0 {
                 let mr = qp.tables.mr(rr.src_stag).ok_or(TxStop::Failed)?;
                 let off = mr
-                    .check(qp.pd, rr.src_to, rr.size, 0)
+                    .check(qp.pd, rr.src_to, rr.size, LOCAL_READ)
                     .map_err(|_| TxStop::Failed)?;
                 parts[0] = Some((mr, off, rr.size));
             }
@@ -430,7 +439,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         let inline = if sqe.flags & wqe::INLINE != 0 {
             qp.sq
                 .mem
-                .read::<[u8; MAX_INLINE as usize]>(off.saturating_add(INLINE_OFF))
+                .read::<[u8; MAX_INLINE]>(off.saturating_add(SQE_INLINE))
         } else {
             None
         };
@@ -526,7 +535,7 @@ fn activate(
     qp: &QpCore,
     st: &mut QpState,
     sqe: &Sqe,
-    inline: Option<[u8; MAX_INLINE as usize]>,
+    inline: Option<[u8; MAX_INLINE]>,
     mul: u16,
     signalled: bool,
 ) -> Result<(), u16> {
@@ -604,7 +613,7 @@ fn activate(
     }
     let (src, len) = if let Some(data) = inline {
         let len = sqe.sge[0].length;
-        if len > MAX_INLINE || !matches!(sqe.opcode, op::SEND | op::WRITE) {
+        if len as usize > MAX_INLINE || !matches!(sqe.opcode, op::SEND | op::WRITE) {
             return Err(wc::LOC_QP_OP_ERR);
         }
         (

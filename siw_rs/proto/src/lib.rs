@@ -20,6 +20,7 @@
 //! - [`qp`]: the queue pair state machine.
 //! - [`rx`]: the streaming receiver that turns a TCP byte stream into events.
 #![cfg_attr(not(MODULE), no_std)]
+#![forbid(unsafe_code)]
 
 pub mod cq;
 pub mod crc;

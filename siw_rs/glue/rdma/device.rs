@@ -9,43 +9,47 @@
 //! objects: `#[repr(C)]` with the C struct first and `T`'s data after it, initialised in
 //! place by the trampolines here and dropped in place when the core releases them.
 //!
-//! siw_rs shares `driver_id = RDMA_DRIVER_SIW` with the C siw (libsiw matches on it), so the
-//! core's per-driver helpers such as `ib_unregister_driver()` would also reach the C siw's
-//! devices. siw_rs therefore keeps its own registry of the devices it created and tears down
-//! only those.
+//! A Rust driver may share its driver id with a C driver (siw_rs shares `RDMA_DRIVER_SIW`
+//! with the C siw, as libsiw matches on it), so the core's per-driver helpers such as
+//! `ib_unregister_driver()` could reach the other driver's devices. The module therefore
+//! keeps its own [`Registry`] of the devices it created and tears down only those.
 
 use super::{
-    bindings,
     cm::{
         CmId,
         ConnParam,
         QpHandle,
         RequestCookie, //
     },
-    mem,
-    netdev::NetDev,
+    mmap,
     object::{
         UContext,
         Udata,
         User, //
     },
+    umem::KernelMem,
     verbs::{
+        AccessFlags,
         Cq,
-        KernelMem,
+        CqNotify,
         MrKeys,
         Pd,
         Qp,
         QpInit,
         QpModify,
         QpQuery,
-        RecvWr,
-        SendWr,
+        RecvWrs,
+        SendWrs,
         Srq,
         SrqAttr,
-        SrqMask,
+        SrqAttrMask,
         UserMr,
         Wc, //
     },
+};
+use crate::glue::{
+    bindings,
+    net::netdev::NetDev, //
 };
 use core::{
     marker::PhantomData,
@@ -54,7 +58,8 @@ use core::{
 use kernel::{
     error::{
         from_result,
-        to_result, //
+        to_result,
+        VTABLE_DEFAULT_ERROR, //
     },
     prelude::*,
     sync::Arc,
@@ -62,8 +67,16 @@ use kernel::{
     ModuleMetadata, //
 };
 
-/// `RDMA_DRIVER_SIW`: the driver id libsiw matches on.
-const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_SIW;
+/// A driver id (`enum rdma_driver_id`): user-space providers match devices on it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct DriverId(bindings::rdma_driver_id);
+
+impl DriverId {
+    /// The id with C value `raw`, one of `RDMA_DRIVER_*`.
+    pub(in crate::glue) const fn from_raw(raw: bindings::rdma_driver_id) -> Self {
+        Self(raw)
+    }
+}
 
 /// Device capability flag: memory management extensions (fast registration, invalidation).
 pub(crate) const DEVICE_MEM_MGT_EXTENSIONS: u64 =
@@ -135,6 +148,8 @@ pub(crate) struct PortImmutable {
 }
 
 /// Identity of a new device, set before it is registered.
+///
+/// The device gets one port, on `netdev`, and one completion vector per possible CPU.
 pub(crate) struct DeviceInfo<'a> {
     /// `node_guid`, in wire (big-endian) byte order.
     pub(crate) node_guid: [u8; 8],
@@ -142,13 +157,44 @@ pub(crate) struct DeviceInfo<'a> {
     pub(crate) node_desc: &'a [u8],
     /// The network device the single port sits on.
     pub(crate) netdev: &'a NetDev,
+    /// The node type.
+    pub(crate) node_type: NodeType,
+    /// Serve the uverbs POST_SEND command (for a provider whose user library rings a
+    /// doorbell with it, rather than posting in user space alone).
+    pub(crate) uverbs_post_send: bool,
+    /// iWARP only: the device binds real ports itself, so the iWARP port mapper must not
+    /// map them (`IW_F_NO_PORT_MAP`).
+    pub(crate) iw_no_port_map: bool,
+}
+
+/// A node type (`enum rdma_node_type`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum NodeType {
+    /// An iWARP RDMA NIC (`RDMA_NODE_RNIC`).
+    Rnic,
+}
+
+/// The body of an optional op the driver does not implement: never called (its table entry
+/// is NULL), and a build error if it were.
+fn not_implemented<R>() -> Result<R> {
+    build_error!(VTABLE_DEFAULT_ERROR)
 }
 
 /// A driver for RDMA devices: the operations the RDMA core calls.
 ///
 /// Implemented in safe code by the driver; [`Adapter`] turns it into an `ib_device_ops`.
+/// The ops the core requires of every device have no default. The others are optional: an op
+/// the implementation leaves out stays NULL in the table (`#[vtable]`'s `HAS_*`), and the
+/// core answers for it (`EOPNOTSUPP`, or no iWARP connection manager). Objects the core
+/// allocates (contexts, PDs, CQs, SRQs, QPs) are initialised in place from the [`PinInit`]
+/// the create op returns, and dropped in place after the matching destroy op.
 #[vtable]
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
+    /// The driver id user space matches on (`ib_device_ops.driver_id`).
+    const DRIVER_ID: DriverId;
+    /// The uverbs ABI version of the driver's user-space provider.
+    const UVERBS_ABI_VER: u32;
+
     /// Driver data of each device, stored behind the `ib_device`.
     type Data: Send + Sync;
     /// Driver data of each user context.
@@ -163,6 +209,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type Qp: Send + Sync;
     /// Driver data of each memory region.
     type Mr: Send + Sync;
+    /// Driver data of each listening endpoint (the provider data of a listening cm_id).
+    type Listener: Send + Sync;
 
     /// Device attributes (`ibv_query_device`).
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
@@ -171,66 +219,83 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Immutable attributes of port `port`, read once at registration.
     fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
     /// GID `index` of port `port`.
-    fn query_gid(dev: &Device<Self>, port: u32, index: i32) -> Result<[u8; 16]>;
-    /// A process opens the device: returns the context data and writes the driver's
-    /// response through `udata`.
-    fn alloc_ucontext(dev: &Device<Self>, udata: &mut Udata) -> Result<Self::UContext>;
-    /// The context is gone; `ctx` is dropped after this returns.
+    fn query_gid(_dev: &Device<Self>, _port: u32, _index: i32) -> Result<[u8; 16]> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// A process opens the device: the context's data; the driver's response goes through
+    /// `udata`.
+    fn alloc_ucontext(
+        _dev: &Device<Self>,
+        _udata: &mut Udata,
+    ) -> Result<impl PinInit<Self::UContext, Error>> {
+        not_implemented::<Result<Self::UContext>>()
+    }
+    /// The context is gone; its data is dropped after this returns.
     fn dealloc_ucontext(_dev: &Device<Self>, _ctx: &Self::UContext) {}
 
     /// A new protection domain.
-    fn alloc_pd(dev: &Device<Self>) -> Result<Self::Pd>;
+    fn alloc_pd(dev: &Device<Self>) -> impl PinInit<Self::Pd, Error>;
     /// The PD is gone; its data is dropped after this returns.
     fn dealloc_pd(_dev: &Device<Self>, _pd: &Self::Pd) {}
 
-    /// A new CQ of at least `cqe` entries; returns its data and its real size.
+    /// A new CQ of at least `cqe` entries: its data and its real size.
     fn create_cq(
         dev: &Device<Self>,
         cqe: i32,
         user: Option<&mut User<'_, Self>>,
-    ) -> Result<(Self::Cq, i32)>;
+    ) -> Result<(impl PinInit<Self::Cq, Error>, i32)>;
     /// The CQ is gone (no QP uses it); its data is dropped after this returns.
     fn destroy_cq(_dev: &Device<Self>, _cq: &Self::Cq) {}
 
-    /// A new SRQ; returns its data and its real attributes.
+    /// A new SRQ: its data and its real attributes.
     fn create_srq(
-        pd: &Pd<Self>,
-        attr: &SrqAttr,
-        user: Option<&mut User<'_, Self>>,
-    ) -> Result<(Self::Srq, SrqAttr)>;
+        _pd: &Pd<Self>,
+        _attr: &SrqAttr,
+        _user: Option<&mut User<'_, Self>>,
+    ) -> Result<(impl PinInit<Self::Srq, Error>, SrqAttr)> {
+        not_implemented::<(Result<Self::Srq>, SrqAttr)>()
+    }
     /// Changes the attributes `mask` names.
-    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: SrqMask) -> Result;
+    fn modify_srq(_srq: &Srq<Self>, _attr: &SrqAttr, _mask: SrqAttrMask) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// The SRQ's attributes.
-    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr>;
+    fn query_srq(_srq: &Srq<Self>) -> Result<SrqAttr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// The SRQ is gone; its data is dropped after this returns.
     fn destroy_srq(_srq: &Srq<Self>) {}
+    /// Receives posted to an SRQ.
+    fn post_srq_recv(_srq: &Srq<Self>, _wrs: &mut RecvWrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
-    /// A new QP; returns its data and its QP number.
+    /// A new QP: its data and its QP number.
     fn create_qp(
         pd: &Pd<Self>,
         attr: &QpInit<'_, Self>,
         user: Option<&mut User<'_, Self>>,
-    ) -> Result<(Self::Qp, u32)>;
-    /// The core finished setting the QP up (it has its number and `ib_qp`).
-    fn qp_created(qp: &Qp<Self>) -> Result;
+    ) -> Result<(impl PinInit<Self::Qp, Error>, u32)>;
+    /// The core finished setting the QP up (it has its number and `ib_qp`); an error undoes
+    /// the creation.
+    fn qp_created(_qp: &Qp<Self>) -> Result {
+        Ok(())
+    }
     /// Modifies the QP.
     fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result;
     /// The QP's attributes.
-    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery>;
+    fn query_qp(_qp: &Qp<Self>) -> Result<QpQuery> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Destroys the QP; its data is dropped after this returns.
     fn destroy_qp(qp: &Qp<Self>);
-    /// The user's send queue doorbell (POST_SEND without work requests).
-    fn doorbell(qp: &Qp<Self>) -> Result;
-    /// A kernel consumer posts a send work request (one of a list).
-    fn post_send(qp: &Qp<Self>, wr: &SendWr) -> Result;
-    /// A kernel consumer posts a receive (one of a list).
-    fn post_recv(qp: &Qp<Self>, wr: &RecvWr) -> Result;
-    /// A kernel consumer's list of sends (`send`) or receives was posted.
-    fn posted(qp: &Qp<Self>, send: bool);
-    /// A kernel consumer posts a receive to its SRQ (one of a list).
-    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr) -> Result;
+    /// Send work requests posted to the QP (`ibv_post_send`, `ib_post_send`; for a process
+    /// the list is what uverbs copied in, possibly empty).
+    fn post_send(qp: &Qp<Self>, wrs: &mut SendWrs<'_>) -> Result;
+    /// Receive work requests posted to the QP.
+    fn post_recv(qp: &Qp<Self>, wrs: &mut RecvWrs<'_>) -> Result;
 
-    /// Registers user memory; returns the MR's data and keys.
+    /// Registers user memory: the MR's data and keys.
     fn reg_user_mr(
         pd: &Pd<Self>,
         mr: UserMr,
@@ -239,28 +304,54 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The MR is being deregistered; its data is dropped after this returns.
     fn dereg_mr(_mr: &Self::Mr) {}
     /// A kernel consumer's DMA MR (all of memory, by kernel address, through `mem`).
-    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<(Self::Mr, MrKeys)>;
+    fn get_dma_mr(pd: &Pd<Self>, access: AccessFlags, mem: KernelMem)
+        -> Result<(Self::Mr, MrKeys)>;
     /// Takes completions from a kernel CQ into `out`; returns how many.
     fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize;
     /// Arms a kernel CQ; returns whether completions are already waiting.
-    fn req_notify_cq(cq: &Cq<Self>, solicited_only: bool) -> bool;
+    fn req_notify_cq(cq: &Cq<Self>, notify: CqNotify) -> bool;
 
-    /// A listening endpoint: the provider data of a listening cm_id.
-    type Ep: Send + Sync;
-    /// Connects to `id`'s remote address with the QP `p.qpn` (MPA initiator).
-    fn iw_connect(dev: &Device<Self>, id: CmId, p: &ConnParam<'_>) -> Result;
+    /// Connects to `id`'s remote address with the QP `p.qpn` (iWARP, MPA initiator).
+    fn iw_connect(_dev: &Device<Self>, _id: CmId, _p: &ConnParam<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Accepts the connection request `req` on the QP `p.qpn`.
-    fn iw_accept(dev: &Device<Self>, id: CmId, req: RequestCookie, p: &ConnParam<'_>) -> Result;
+    fn iw_accept(
+        _dev: &Device<Self>,
+        _id: CmId,
+        _req: RequestCookie,
+        _p: &ConnParam<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Rejects the connection request `req`, sending `private_data` to the peer.
-    fn iw_reject(dev: &Device<Self>, req: RequestCookie, private_data: &[u8]);
+    fn iw_reject(_dev: &Device<Self>, _req: RequestCookie, _private_data: &[u8]) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Listens on `id`'s local address.
-    fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<Self::Ep>>;
+    fn iw_create_listen(
+        _dev: &Device<Self>,
+        _id: CmId,
+        _backlog: i32,
+    ) -> Result<Arc<Self::Listener>> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Stops listening.
-    fn iw_destroy_listen(ep: Arc<Self::Ep>);
+    fn iw_destroy_listen(_listener: Arc<Self::Listener>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// The QP numbered `qpn`.
-    fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle>;
-    /// The connection manager takes (`get`) or drops a reference on the QP.
-    fn iw_qp_ref(qp: &Qp<Self>, get: bool);
+    fn iw_get_qp(_dev: &Device<Self>, _qpn: u32) -> Option<QpHandle> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// The connection manager takes a reference on the QP.
+    fn iw_add_ref(_qp: &Qp<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// The connection manager drops a reference on the QP.
+    fn iw_rem_ref(_qp: &Qp<Self>) {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// An RDMA device owned by driver `T`.
@@ -332,10 +423,10 @@ impl<T: Driver> Device<T> {
 
     /// Creates, registers and records a device named `name`.
     ///
-    /// Fails with `EEXIST` if `info.netdev` already carries a siw device, siw_rs's or the C
-    /// siw's: both match on `RDMA_DRIVER_SIW`, and each looks its device up by netdev.
+    /// Fails with `EEXIST` if `info.netdev` already carries a device of `T::DRIVER_ID`, this
+    /// module's or another's: drivers of one id look their devices up by netdev.
     pub(crate) fn register(name: &CStr, info: DeviceInfo<'_>, data: T::Data) -> Result {
-        if let Some(existing) = SiwDeviceRef::find_by_netdev(info.netdev) {
+        if let Some(existing) = DeviceRef::find_by_netdev(info.netdev, T::DRIVER_ID) {
             drop(existing);
             return Err(EEXIST);
         }
@@ -362,25 +453,29 @@ impl<T: Driver> Device<T> {
         unsafe { bindings::ib_set_device_ops(raw, &ops) };
 
         // SAFETY: Not registered yet, so nothing else accesses the device; we set the
-        // identity fields the core reads at registration, as the C siw does.
+        // identity fields the core reads at registration.
         unsafe {
             let ib = &mut *raw;
             ib.node_guid = u64::from_ne_bytes(info.node_guid);
-            ib.node_type = bindings::RDMA_NODE_RNIC as u8;
+            ib.node_type = match info.node_type {
+                NodeType::Rnic => bindings::RDMA_NODE_RNIC as u8,
+            };
             for (d, s) in ib.node_desc.iter_mut().zip(info.node_desc.iter().take(63)) {
                 *d = *s as c_char;
             }
             ib.phys_port_cnt = 1;
             ib.num_comp_vectors = bindings::siw_rs_num_possible_cpus() as c_int;
-            // The POST_SEND command is libsiw's doorbell.
-            ib.uverbs_cmd_mask |=
-                1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+            if info.uverbs_post_send {
+                ib.uverbs_cmd_mask |=
+                    1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+            }
             let ifname = info.netdev.name_bytes();
             for (d, s) in ib.iw_ifname.iter_mut().zip(ifname.iter()) {
                 *d = *s as c_char;
             }
-            // siw owns real kernel sockets: the iWARP port mapper must not map ports.
-            ib.iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP;
+            if info.iw_no_port_map {
+                ib.iw_driver_flags = bindings::iw_flags_IW_F_NO_PORT_MAP;
+            }
         }
 
         // SAFETY: `raw` is valid; `netdev` is alive (see `NetDev`'s invariants) and the core
@@ -406,10 +501,10 @@ impl<T: Driver> Device<T> {
         }
         // Record it, so module unload can find it. If even that small allocation fails, undo
         // the registration rather than leave a device that unload would not know about.
-        let pushed = DEVICES.lock().devices.push(DeviceRef::get(raw), GFP_KERNEL);
+        let pushed = DEVICES.lock().devices.push(RegRef::get(raw), GFP_KERNEL);
         if let Err(e) = pushed {
             // SAFETY: The device is registered and the core's registration reference keeps it
-            // alive; unregistering it frees it (our `DeviceRef` was dropped by the failed push).
+            // alive; unregistering it frees it (our `RegRef` was dropped by the failed push).
             unsafe { bindings::ib_unregister_device(raw) };
             return Err(e.into());
         }
@@ -430,12 +525,12 @@ fn this_module() -> *mut bindings::module {
 ///
 /// Holds one reference on the device's `struct device`, so its memory stays valid (even past
 /// unregistration) until the value is dropped.
-struct DeviceRef(NonNull<bindings::ib_device>);
+struct RegRef(NonNull<bindings::ib_device>);
 
 // SAFETY: `struct device` references may be taken and dropped from any thread.
-unsafe impl Send for DeviceRef {}
+unsafe impl Send for RegRef {}
 
-impl DeviceRef {
+impl RegRef {
     /// Takes a reference on `raw`, which must be a live, allocated `ib_device`.
     fn get(raw: *mut bindings::ib_device) -> Self {
         // SAFETY: Callers pass a device they just allocated and registered.
@@ -453,16 +548,16 @@ impl DeviceRef {
     }
 }
 
-impl Drop for DeviceRef {
+impl Drop for RegRef {
     fn drop(&mut self) {
         // SAFETY: Drops the reference this value holds.
         unsafe { bindings::siw_rs_put_ib_device(self.0.as_ptr()) };
     }
 }
 
-/// The list of `DeviceRef`s of every device siw_rs registered and has not seen released.
+/// The list of `RegRef`s of every device this module registered and has not seen released.
 struct DeviceList {
-    devices: KVec<DeviceRef>,
+    devices: KVec<RegRef>,
 }
 
 kernel::sync::global_lock! {
@@ -470,7 +565,7 @@ kernel::sync::global_lock! {
     unsafe(uninit) static DEVICES: Mutex<DeviceList> = DeviceList { devices: KVec::new() };
 }
 
-/// siw_rs's own registry of its devices; dropping it unregisters all of them.
+/// The module's own registry of its devices; dropping it unregisters all of them.
 pub(crate) struct Registry(());
 
 impl Registry {
@@ -482,7 +577,7 @@ impl Registry {
     }
 
     /// Forgets `raw` (called from `dealloc_driver`); returns its reference, if recorded.
-    fn remove(raw: *mut bindings::ib_device) -> Option<DeviceRef> {
+    fn remove(raw: *mut bindings::ib_device) -> Option<RegRef> {
         let mut list = DEVICES.lock();
         let pos = list.devices.iter().position(|d| d.0.as_ptr() == raw)?;
         list.devices.remove(pos).ok()
@@ -501,24 +596,24 @@ impl Drop for Registry {
     }
 }
 
-/// A device with driver id `RDMA_DRIVER_SIW`, siw_rs's or the C siw's, found by netdev, with a
+/// A registered device of some driver id, this module's or another's, found by netdev, with a
 /// core reference (`ib_device_get_by_netdev`/`ib_device_put`).
 ///
 /// # Invariants
 ///
 /// Holds an `ib_device_put`-able reference on a registered device.
-pub(crate) struct SiwDeviceRef(NonNull<bindings::ib_device>);
+pub(crate) struct DeviceRef(NonNull<bindings::ib_device>);
 
-impl SiwDeviceRef {
-    /// The siw device on `netdev`, if any.
-    pub(crate) fn find_by_netdev(netdev: &NetDev) -> Option<Self> {
+impl DeviceRef {
+    /// The device of driver id `id` on `netdev`, if any.
+    pub(crate) fn find_by_netdev(netdev: &NetDev, id: DriverId) -> Option<Self> {
         // SAFETY: `netdev` is alive; the call returns a held reference or NULL.
-        let raw = unsafe { bindings::ib_device_get_by_netdev(netdev.as_ptr(), DRIVER_ID) };
+        let raw = unsafe { bindings::ib_device_get_by_netdev(netdev.as_ptr(), id.0) };
         // INVARIANT: A non-null result carries a reference.
         NonNull::new(raw).map(Self)
     }
 
-    /// Whether the device belongs to this module (siw_rs), not to the C siw.
+    /// Whether the device belongs to this module (rather than to another driver of its id).
     pub(crate) fn is_ours(&self) -> bool {
         // SAFETY: By the type invariant the device is registered and its ops are set.
         let owner = unsafe { (*self.0.as_ptr()).ops.owner };
@@ -543,7 +638,7 @@ impl SiwDeviceRef {
     }
 }
 
-impl Drop for SiwDeviceRef {
+impl Drop for DeviceRef {
     fn drop(&mut self) {
         // SAFETY: Drops the reference this value holds.
         unsafe { bindings::ib_device_put(self.0.as_ptr()) };
@@ -554,53 +649,85 @@ impl Drop for SiwDeviceRef {
 pub(crate) struct Adapter<T: Driver>(PhantomData<T>);
 
 impl<T: Driver> Adapter<T> {
-    /// The ops table (`owner` is filled in at registration).
+    /// The ops table (`owner` is filled in at registration). Ops the driver leaves out stay
+    /// NULL; the destroy op of an object the driver may create is always there, as it drops
+    /// the object's data.
     const OPS: bindings::ib_device_ops = {
         let mut ops: bindings::ib_device_ops = pin_init::zeroed();
-        ops.driver_id = DRIVER_ID;
-        ops.uverbs_abi_ver = bindings::SIW_ABI_VERSION;
+        ops.driver_id = T::DRIVER_ID.0;
+        ops.uverbs_abi_ver = T::UVERBS_ABI_VER;
         ops.dealloc_driver = Some(Self::dealloc_driver);
         ops.query_device = Some(Self::query_device);
         ops.query_port = Some(Self::query_port);
         ops.get_port_immutable = Some(Self::get_port_immutable);
-        ops.query_gid = Some(Self::query_gid);
-        ops.alloc_ucontext = Some(Self::alloc_ucontext);
-        ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
-        ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
-        ops.mmap = Some(mem::mmap);
-        ops.mmap_free = Some(mem::mmap_free);
+        if T::HAS_QUERY_GID {
+            ops.query_gid = Some(Self::query_gid);
+        }
+        if T::HAS_ALLOC_UCONTEXT {
+            ops.alloc_ucontext = Some(Self::alloc_ucontext);
+            ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+            ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
+            ops.mmap = Some(mmap::mmap);
+            ops.mmap_free = Some(mmap::mmap_free);
+        }
         ops.alloc_pd = Some(Self::alloc_pd);
         ops.dealloc_pd = Some(Self::dealloc_pd);
         ops.size_ib_pd = core::mem::size_of::<Pd<T>>();
         ops.create_cq = Some(Self::create_cq);
         ops.destroy_cq = Some(Self::destroy_cq);
         ops.size_ib_cq = core::mem::size_of::<Cq<T>>();
-        ops.create_srq = Some(Self::create_srq);
-        ops.modify_srq = Some(Self::modify_srq);
-        ops.query_srq = Some(Self::query_srq);
-        ops.destroy_srq = Some(Self::destroy_srq);
-        ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
+        ops.poll_cq = Some(Self::poll_cq);
+        ops.req_notify_cq = Some(Self::req_notify_cq);
+        if T::HAS_CREATE_SRQ {
+            ops.create_srq = Some(Self::create_srq);
+            ops.destroy_srq = Some(Self::destroy_srq);
+            ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
+        }
+        if T::HAS_MODIFY_SRQ {
+            ops.modify_srq = Some(Self::modify_srq);
+        }
+        if T::HAS_QUERY_SRQ {
+            ops.query_srq = Some(Self::query_srq);
+        }
+        if T::HAS_POST_SRQ_RECV {
+            ops.post_srq_recv = Some(Self::post_srq_recv);
+        }
         ops.create_qp = Some(Self::create_qp);
         ops.modify_qp = Some(Self::modify_qp);
-        ops.query_qp = Some(Self::query_qp);
+        if T::HAS_QUERY_QP {
+            ops.query_qp = Some(Self::query_qp);
+        }
         ops.destroy_qp = Some(Self::destroy_qp);
         ops.post_send = Some(Self::post_send);
         ops.post_recv = Some(Self::post_recv);
-        ops.post_srq_recv = Some(Self::post_srq_recv);
         ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
         ops.reg_user_mr = Some(Self::reg_user_mr);
         ops.dereg_mr = Some(Self::dereg_mr);
         ops.get_dma_mr = Some(Self::get_dma_mr);
-        ops.poll_cq = Some(Self::poll_cq);
-        ops.req_notify_cq = Some(Self::req_notify_cq);
-        ops.iw_connect = Some(Self::iw_connect);
-        ops.iw_accept = Some(Self::iw_accept);
-        ops.iw_reject = Some(Self::iw_reject);
-        ops.iw_create_listen = Some(Self::iw_create_listen);
-        ops.iw_destroy_listen = Some(Self::iw_destroy_listen);
-        ops.iw_get_qp = Some(Self::iw_get_qp);
-        ops.iw_add_ref = Some(Self::iw_add_ref);
-        ops.iw_rem_ref = Some(Self::iw_rem_ref);
+        if T::HAS_IW_CONNECT {
+            ops.iw_connect = Some(Self::iw_connect);
+        }
+        if T::HAS_IW_ACCEPT {
+            ops.iw_accept = Some(Self::iw_accept);
+        }
+        if T::HAS_IW_REJECT {
+            ops.iw_reject = Some(Self::iw_reject);
+        }
+        if T::HAS_IW_CREATE_LISTEN {
+            ops.iw_create_listen = Some(Self::iw_create_listen);
+        }
+        if T::HAS_IW_DESTROY_LISTEN {
+            ops.iw_destroy_listen = Some(Self::iw_destroy_listen);
+        }
+        if T::HAS_IW_GET_QP {
+            ops.iw_get_qp = Some(Self::iw_get_qp);
+        }
+        if T::HAS_IW_ADD_REF {
+            ops.iw_add_ref = Some(Self::iw_add_ref);
+        }
+        if T::HAS_IW_REM_REF {
+            ops.iw_rem_ref = Some(Self::iw_rem_ref);
+        }
         ops
     };
 
@@ -608,7 +735,7 @@ impl<T: Driver> Adapter<T> {
     ///
     /// Called by the core exactly once per device, last, before it frees the memory.
     pub(super) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
-        // Drop siw_rs's registry reference, if the registry still held it (module unload
+        // Drop the registry's reference, if the registry still held it (module unload
         // takes the references out first and drops them itself).
         drop(Registry::remove(ib));
         // SAFETY: By `Device<T>`'s invariants `data` is initialised until now; the core never
@@ -766,9 +893,9 @@ impl<T: Driver> Adapter<T> {
             let mut udata = unsafe { Udata::from_raw(udata) }.ok_or(EINVAL)?;
             // SAFETY: The core sets `device` before calling `alloc_ucontext`.
             let dev = unsafe { Device::<T>::from_raw((*uctx).device) };
-            let data = T::alloc_ucontext(dev, &mut udata)?;
+            let init = T::alloc_ucontext(dev, &mut udata)?;
             // SAFETY: A fresh `size_ib_ucontext` allocation; dropped in `dealloc_ucontext`.
-            unsafe { UContext::<T>::init(uctx, data) };
+            unsafe { UContext::<T>::init(uctx, init) }?;
             Ok(0)
         })
     }

@@ -6,17 +6,27 @@
 //! C header: [`include/rdma/iw_cm.h`](srctree/include/rdma/iw_cm.h).
 
 use super::{
-    bindings,
     device::{
         Adapter,
         Device,
         Driver, //
     },
-    sock::Socket,
     verbs::Qp,
 };
-use core::{ffi::c_int, ptr::NonNull};
-use kernel::{error::from_result, prelude::*, sync::Arc};
+use crate::glue::{
+    bindings,
+    net::tcp::Socket, //
+};
+use core::{
+    ffi::c_int,
+    ptr::NonNull, //
+};
+use kernel::{
+    error::from_result,
+    prelude::*,
+    sync::Arc,
+    types::ForeignOwnable, //
+};
 
 /// A counted reference to an `iw_cm_id` (`add_ref`/`rem_ref`).
 ///
@@ -100,7 +110,7 @@ impl CmId {
         Ok(Self(p))
     }
 
-    pub(super) fn as_ptr(&self) -> *mut bindings::iw_cm_id {
+    pub(in crate::glue) fn as_ptr(&self) -> *mut bindings::iw_cm_id {
         self.0.as_ptr()
     }
 
@@ -265,18 +275,15 @@ unsafe fn take_request(id: *mut bindings::iw_cm_id) -> Option<RequestCookie> {
 ///
 /// # Safety
 ///
-/// The provider data is NULL or the `Arc::into_raw` of an `Arc<T::Ep>` stored by
+/// The provider data is NULL or the `into_foreign` of an `Arc<T::Listener>` stored by
 /// `iw_create_listen`, which this call then owns.
-unsafe fn take_listener<T: Driver>(id: *mut bindings::iw_cm_id) -> Option<Arc<T::Ep>> {
+unsafe fn take_listener<T: Driver>(id: *mut bindings::iw_cm_id) -> Option<Arc<T::Listener>> {
     // SAFETY: A live cm_id.
     let p = unsafe { bindings::siw_rs_cm_id_provider_data(id) };
-    if p.is_null() {
-        return None;
-    }
     // SAFETY: As above.
     unsafe { bindings::siw_rs_cm_id_set_provider_data(id, core::ptr::null_mut()) };
-    // SAFETY: By the caller's guarantee.
-    Some(unsafe { Arc::from_raw(p.cast::<T::Ep>()) })
+    // SAFETY: By the caller's guarantee, NULL or ours to take back.
+    unsafe { Arc::<T::Listener>::try_from_foreign(p) }
 }
 
 // SAFETY (for every trampoline below): the iw_cm core calls them with live cm_ids of this
@@ -354,11 +361,9 @@ impl<T: Driver> Adapter<T> {
             let cm = unsafe { CmId::get(id)? };
             // SAFETY: The cm_id's device is a live device of this driver.
             let dev = unsafe { Device::<T>::from_raw((*id).device) };
-            let ep = T::iw_create_listen(dev, cm, backlog)?;
-            // SAFETY: `iw_destroy_listen` takes it back.
-            unsafe {
-                bindings::siw_rs_cm_id_set_provider_data(id, Arc::into_raw(ep).cast_mut().cast())
-            };
+            let listener = T::iw_create_listen(dev, cm, backlog)?;
+            // SAFETY: A live cm_id; `iw_destroy_listen` takes the listener back.
+            unsafe { bindings::siw_rs_cm_id_set_provider_data(id, listener.into_foreign()) };
             Ok(0)
         })
     }
@@ -368,8 +373,8 @@ impl<T: Driver> Adapter<T> {
     /// `ib_device_ops.iw_destroy_listen`.
     pub(super) unsafe extern "C" fn iw_destroy_listen(id: *mut bindings::iw_cm_id) -> c_int {
         // SAFETY: `iw_create_listen` stored the listener there.
-        if let Some(ep) = unsafe { take_listener::<T>(id) } {
-            T::iw_destroy_listen(ep);
+        if let Some(listener) = unsafe { take_listener::<T>(id) } {
+            T::iw_destroy_listen(listener);
         }
         0
     }
@@ -394,7 +399,7 @@ impl<T: Driver> Adapter<T> {
     /// `ib_device_ops.iw_add_ref`.
     pub(super) unsafe extern "C" fn iw_add_ref(qp: *mut bindings::ib_qp) {
         // SAFETY: The core passes a QP it got from `iw_get_qp` (or holds a reference on).
-        T::iw_qp_ref(unsafe { Qp::<T>::from_raw(qp) }, true);
+        T::iw_add_ref(unsafe { Qp::<T>::from_raw(qp) });
     }
 
     /// # Safety
@@ -402,6 +407,6 @@ impl<T: Driver> Adapter<T> {
     /// `ib_device_ops.iw_rem_ref`.
     pub(super) unsafe extern "C" fn iw_rem_ref(qp: *mut bindings::ib_qp) {
         // SAFETY: The core drops a reference it holds, so the QP is live.
-        T::iw_qp_ref(unsafe { Qp::<T>::from_raw(qp) }, false);
+        T::iw_rem_ref(unsafe { Qp::<T>::from_raw(qp) });
     }
 }

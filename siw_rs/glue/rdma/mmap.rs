@@ -9,11 +9,11 @@
 //! destroy verb in another thread could map freed memory. Here the entry holds its own
 //! reference on the memory, dropped only when the core releases the entry (`mmap_free`).
 //!
-//! siw_rs also never hands out the mmap key `0x90000`: libsiw treats that value as
-//! `SIW_INVAL_UOBJ_KEY`, so an object whose ring landed there would fail to open (defect O3
-//! of the C siw). Keys start above it.
+//! A driver may reserve mmap keys its user library treats as "no mapping" ([`MmapEntry::insert`]'s
+//! `min_key`): libsiw treats `0x90000` (`SIW_INVAL_UOBJ_KEY`) so, and the C siw can hand that
+//! key out, so that an object whose ring landed there fails to open (defect O3 of the C siw).
 
-use super::bindings;
+use crate::glue::bindings;
 use core::ptr::NonNull;
 use core::sync::atomic::{
     AtomicU16,
@@ -153,8 +153,8 @@ unsafe impl Send for MmapEntry {}
 unsafe impl Sync for MmapEntry {}
 
 impl MmapEntry {
-    /// Registers `mem` for mapping by the user context `uctx`; the returned key is the mmap
-    /// offset user space passes to `mmap()`.
+    /// Registers `mem` for mapping by the user context `uctx`; the returned key, at least
+    /// `min_key`, is the mmap offset user space passes to `mmap()`.
     ///
     /// # Safety
     ///
@@ -163,6 +163,7 @@ impl MmapEntry {
     pub(crate) unsafe fn insert(
         uctx: *mut bindings::ib_ucontext,
         mem: &Arc<SharedMem>,
+        min_key: u64,
     ) -> Result<Self> {
         let entry = KBox::new(
             RawEntry {
@@ -173,8 +174,8 @@ impl MmapEntry {
         )?;
         let raw = KBox::into_raw(entry);
         let page_shift = kernel::page::PAGE_SHIFT;
-        // Keys are byte offsets; start above libsiw's sentinel.
-        let min_pgoff = (bindings::SIW_INVAL_UOBJ_KEY >> page_shift) + 1;
+        // Keys are byte offsets of whole pages.
+        let min_pgoff = u32::try_from(min_key.div_ceil(1 << page_shift)).map_err(|_| EINVAL)?;
         // SAFETY: `uctx` is live (caller); `raw` points to a zeroed `rdma_user_mmap_entry` at
         // offset 0 of a `RawEntry` that stays allocated until `mmap_free`.
         let ret = unsafe {

@@ -4,7 +4,7 @@
 //!
 //! C headers: [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h).
 
-use super::bindings;
+use crate::glue::bindings;
 use core::marker::PhantomData;
 use kernel::{
     error::to_result,
@@ -62,7 +62,7 @@ impl NetDev {
     }
 
     /// The raw pointer, for calls into C from this glue module.
-    pub(super) fn as_ptr(&self) -> *mut bindings::net_device {
+    pub(in crate::glue) fn as_ptr(&self) -> *mut bindings::net_device {
         self.0.get()
     }
 

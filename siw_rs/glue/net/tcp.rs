@@ -11,10 +11,10 @@
 //! callback. The owner stays alive while its callbacks are installed: [`Socket::attach`]
 //! keeps one reference, [`Socket::detach`] gives it back.
 
-use super::bindings;
+use crate::glue::bindings;
+use crate::glue::iov::IoVec;
 use core::{
     ffi::c_void,
-    marker::PhantomData,
     ptr::NonNull,
     sync::atomic::{
         AtomicBool,
@@ -28,7 +28,10 @@ use kernel::{
         Arc,
         ArcBorrow, //
     },
-    types::Opaque,
+    types::{
+        ForeignOwnable,
+        Opaque, //
+    },
 };
 
 /// An owned kernel socket (`struct socket`), released on drop.
@@ -42,109 +45,6 @@ pub(crate) struct Socket(NonNull<bindings::socket>);
 unsafe impl Send for Socket {}
 // SAFETY: Every method is safe to call concurrently (the socket layer locks).
 unsafe impl Sync for Socket {}
-
-/// A piece of memory to send.
-///
-/// # Invariants
-///
-/// `ptr..ptr + len` is readable for `'a`. A non-null `page` is a page that holds the whole
-/// piece at `ptr` (its kernel address), fit for `MSG_SPLICE_PAGES` (not slab memory, and
-/// referenced for `'a`).
-#[derive(Clone, Copy)]
-pub(crate) struct IoVec<'a> {
-    ptr: *const u8,
-    len: usize,
-    page: *mut bindings::page,
-    _p: PhantomData<&'a [u8]>,
-}
-
-impl<'a> IoVec<'a> {
-    /// The bytes of `s`.
-    pub(crate) fn new(s: &'a [u8]) -> Self {
-        // INVARIANT: A slice is readable for its lifetime; no page.
-        Self {
-            ptr: s.as_ptr(),
-            len: s.len(),
-            page: core::ptr::null_mut(),
-            _p: PhantomData,
-        }
-    }
-
-    /// `len` bytes at `ptr`.
-    ///
-    /// # Safety
-    ///
-    /// The bytes stay mapped and readable for `'a` (they may change: user memory).
-    pub(super) unsafe fn from_raw(ptr: *const u8, len: usize) -> Self {
-        // INVARIANT: By the caller's guarantee; no page.
-        Self {
-            ptr,
-            len,
-            page: core::ptr::null_mut(),
-            _p: PhantomData,
-        }
-    }
-
-    /// `len` bytes at `ptr` in `page`, which TCP may reference instead of copying them.
-    ///
-    /// # Safety
-    ///
-    /// The bytes stay mapped and readable for `'a`; `page` holds all of them at `ptr`, is
-    /// not slab memory, and stays referenced for `'a` (TCP takes its own references).
-    pub(super) unsafe fn from_page(ptr: *const u8, len: usize, page: *mut bindings::page) -> Self {
-        // INVARIANT: By the caller's guarantee.
-        Self {
-            ptr,
-            len,
-            page,
-            _p: PhantomData,
-        }
-    }
-
-    /// The length in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The CRC32C state `crc` updated with these bytes (the kernel's `crc32c()`).
-    pub(crate) fn crc32c(&self, crc: u32) -> u32 {
-        // SAFETY: By the constructors the range is readable for `'a`.
-        unsafe { bindings::siw_rs_crc32c(crc, self.ptr.cast(), self.len) }
-    }
-}
-
-/// The kernel's CRC32C (`crc32c()`), for the protocol core's [`crate::proto::crc::Crc32c`].
-#[derive(Clone, Copy)]
-pub(crate) struct KernelCrc(u32);
-
-impl KernelCrc {
-    /// A fresh computation.
-    pub(crate) const fn new() -> Self {
-        Self(!0)
-    }
-
-    /// The running state (not the final value).
-    pub(crate) const fn state(&self) -> u32 {
-        self.0
-    }
-
-    /// A computation continued from `state`.
-    pub(crate) const fn from_state(state: u32) -> Self {
-        Self(state)
-    }
-}
-
-impl crate::proto::crc::Crc32c for KernelCrc {
-    fn reset(&mut self) {
-        self.0 = !0;
-    }
-    fn update(&mut self, data: &[u8]) {
-        self.0 = IoVec::new(data).crc32c(self.0);
-    }
-    fn value(&self) -> u32 {
-        !self.0
-    }
-}
 
 /// Most pieces one `send` call hands to TCP.
 pub(crate) const MAX_IOV: usize = 16;
@@ -160,7 +60,7 @@ impl Socket {
         NonNull::new(raw).map(Self).ok_or(EINVAL)
     }
 
-    pub(super) fn as_ptr(&self) -> *mut bindings::socket {
+    pub(in crate::glue) fn as_ptr(&self) -> *mut bindings::socket {
         self.0.as_ptr()
     }
 
@@ -190,15 +90,15 @@ impl Socket {
         let mut total = 0usize;
         let mut skip = skip;
         for v in iov {
-            if skip >= v.len {
-                skip -= v.len;
+            if skip >= v.len() {
+                skip -= v.len();
                 continue;
             }
             let slot = pc.get_mut(n).ok_or(EINVAL)?;
-            // `skip < v.len`, so the pointer stays inside the piece (and its page).
-            slot.base = v.ptr.wrapping_add(skip).cast();
-            slot.page = v.page;
-            slot.len = v.len - skip;
+            // `skip < v.len()`, so the pointer stays inside the piece (and its page).
+            slot.base = v.ptr().wrapping_add(skip).cast();
+            slot.page = v.page();
+            slot.len = v.len() - skip;
             total = total.checked_add(slot.len).ok_or(EINVAL)?;
             skip = 0;
             n += 1;
@@ -269,12 +169,12 @@ impl Socket {
             return;
         }
         let c = ctx.raw.get();
-        let data = Arc::into_raw(owner);
-        // SAFETY: `c` lives inside the owner, which the reference taken by `into_raw`
-        // keeps alive until `detach` restores the callbacks and gives it back.
+        let data = owner.into_foreign();
+        // SAFETY: `c` lives inside the owner, which the reference `into_foreign` keeps alive
+        // until `detach` restores the callbacks and gives it back.
         unsafe {
             (*c).event = Some(event::<E>);
-            (*c).data = data.cast();
+            (*c).data = data;
             bindings::siw_rs_sock_attach(self.as_ptr(), c);
         }
     }
@@ -290,8 +190,9 @@ impl Socket {
         // SAFETY: A live socket; the C side takes `sk_callback_lock` for writing, so
         // callbacks in flight finish first.
         unsafe { bindings::siw_rs_sock_detach(self.as_ptr()) };
-        // SAFETY: `attach` stored `Arc::into_raw` of an `Arc<E>` there; it is ours again.
-        drop(unsafe { Arc::from_raw((*c).data.cast::<E>()) });
+        // SAFETY: `attach` stored the `into_foreign` of an `Arc<E>` there; no callback uses
+        // it any more, so it is ours again.
+        drop(unsafe { Arc::<E>::from_foreign((*c).data) });
     }
 }
 
@@ -337,16 +238,16 @@ pub(crate) trait SockEvents: Send + Sync + Sized + 'static {
 /// # Safety
 ///
 /// `data` is the pointer [`Socket::attach`] stored, while the callbacks are installed.
-unsafe extern "C" fn event<E: SockEvents>(data: *const c_void, what: i32) {
-    // SAFETY: `data` is the `Arc::into_raw` pointer `attach` stored; that reference lives
+unsafe extern "C" fn event<E: SockEvents>(data: *mut c_void, what: i32) {
+    // SAFETY: `data` is the `into_foreign` pointer `attach` stored; that reference lives
     // until `detach`, which waits for this callback to return.
-    let owner = unsafe { ArcBorrow::from_raw(data.cast::<E>()) };
+    let owner: ArcBorrow<'_, E> = unsafe { Arc::<E>::borrow(data) };
     E::sock_event(owner, u32::try_from(what).unwrap_or(0));
 }
 
 /// Opens a socket listening on the address of `id`; `None` when the address is a wildcard
 /// and the device's netdev is in another network namespace (nothing to listen on).
-pub(crate) fn listen(id: &super::cm::CmId, backlog: i32) -> Result<Option<Socket>> {
+pub(crate) fn listen(id: &crate::glue::rdma::cm::CmId, backlog: i32) -> Result<Option<Socket>> {
     let mut s = core::ptr::null_mut();
     // SAFETY: `id` is a live cm_id; `s` is a valid out pointer.
     let r = unsafe { bindings::siw_rs_sock_listen(id.as_ptr(), backlog, &mut s) };
@@ -359,7 +260,7 @@ pub(crate) fn listen(id: &super::cm::CmId, backlog: i32) -> Result<Option<Socket
 }
 
 /// Connects (blocking) from `id`'s local to its remote address.
-pub(crate) fn connect(id: &super::cm::CmId) -> Result<Socket> {
+pub(crate) fn connect(id: &crate::glue::rdma::cm::CmId) -> Result<Socket> {
     let mut s = core::ptr::null_mut();
     // SAFETY: `id` is a live cm_id; `s` is a valid out pointer.
     to_result(unsafe { bindings::siw_rs_sock_connect(id.as_ptr(), &mut s) })?;

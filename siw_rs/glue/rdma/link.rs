@@ -4,9 +4,9 @@
 //!
 //! C headers: [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h).
 
-use super::{
+use crate::glue::{
     bindings,
-    netdev::NetDev, //
+    net::netdev::NetDev, //
 };
 use core::marker::PhantomData;
 use kernel::{

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! RDMA objects the core allocates for the driver, and the uverbs response buffer.
+//! RDMA objects the core allocates for the driver, and the uverbs request and response
+//! buffer.
 //!
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h) (`INIT_RDMA_OBJ_SIZE`),
 //! [`include/rdma/uverbs_ioctl.h`](srctree/include/rdma/uverbs_ioctl.h).
 
 use super::{
-    bindings,
     device::Driver,
-    mem::{
+    mmap::{
         MmapEntry,
         SharedMem, //
     },
 };
+use crate::glue::bindings;
 use core::ptr::NonNull;
 use kernel::{
     error::to_result,
@@ -68,15 +69,18 @@ impl<C, D> Obj<C, D> {
         unsafe { &*raw.cast::<Self>() }
     }
 
-    /// Initialises the driver data of the object around `raw`.
+    /// Initialises the driver data of the object around `raw` in place: the core's
+    /// allocation does not move, so the data may hold pinned fields (locks, work items).
     ///
     /// # Safety
     ///
     /// `raw` is the C part of a core allocation of `size_of::<Self>()` bytes whose data is not
     /// initialised.
-    pub(super) unsafe fn init(raw: *mut C, data: D) {
-        // SAFETY: By the caller's guarantee the field is in bounds and uninitialised.
-        unsafe { core::ptr::addr_of_mut!((*raw.cast::<Self>()).data).write(data) };
+    pub(super) unsafe fn init(raw: *mut C, init: impl PinInit<D, Error>) -> Result {
+        // SAFETY: By the caller's guarantee the field is in bounds, uninitialised, and never
+        // moves until the destroy callback drops it in place; on error the slot stays
+        // uninitialised and the core frees the memory.
+        unsafe { pin_init::raw_try_init(core::ptr::addr_of_mut!((*raw.cast::<Self>()).data), init) }
     }
 
     /// Drops the driver data of the object around `raw`.
@@ -94,11 +98,11 @@ impl<C, D> Obj<C, D> {
 pub(crate) type UContext<T> = Obj<bindings::ib_ucontext, <T as Driver>::UContext>;
 
 impl<D> Obj<bindings::ib_ucontext, D> {
-    /// Registers `mem` for `mmap()` by this context's process.
-    pub(crate) fn mmap_insert(&self, mem: &Arc<SharedMem>) -> Result<MmapEntry> {
+    /// Registers `mem` for `mmap()` by this context's process, at a key of at least `min_key`.
+    pub(crate) fn mmap_insert(&self, mem: &Arc<SharedMem>, min_key: u64) -> Result<MmapEntry> {
         // SAFETY: `self` is a live context; the core destroys a context's objects, which own
         // their entries, before the context itself.
-        unsafe { MmapEntry::insert(self.as_ptr().cast(), mem) }
+        unsafe { MmapEntry::insert(self.as_ptr().cast(), mem, min_key) }
     }
 }
 
@@ -109,38 +113,13 @@ impl<D> Obj<bindings::ib_ucontext, D> {
 /// Points to the valid udata of the command being executed.
 pub(crate) struct Udata(NonNull<bindings::ib_udata>);
 
-/// A driver request or response structure from `include/uapi/rdma/siw-abi.h`.
+/// A driver's uverbs request or response structure (its `include/uapi/rdma/*-abi.h`).
 ///
 /// # Safety
 ///
 /// The type is plain old data: `repr(C)`, every byte part of a field (no implicit padding
 /// that could leak kernel memory), valid for any bit pattern.
 pub(crate) unsafe trait Abi: Sized + Default {}
-
-macro_rules! abi_types {
-    ($($(#[$m:meta])* $name:ident = $c:ident;)*) => {$(
-        $(#[$m])*
-        pub(crate) type $name = bindings::$c;
-        // SAFETY: A uapi struct of `__u8`/`__u32`/`__aligned_u64` fields laid out without
-        // implicit padding (explicit `pad`/`reserved` fields fill the gaps).
-        unsafe impl Abi for $name {}
-    )*};
-}
-
-abi_types! {
-    /// `struct siw_uresp_alloc_ctx`, the response to GET_CONTEXT.
-    UrespAllocCtx = siw_uresp_alloc_ctx;
-    /// `struct siw_uresp_create_cq`.
-    UrespCreateCq = siw_uresp_create_cq;
-    /// `struct siw_uresp_create_qp`.
-    UrespCreateQp = siw_uresp_create_qp;
-    /// `struct siw_uresp_create_srq`.
-    UrespCreateSrq = siw_uresp_create_srq;
-    /// `struct siw_ureq_reg_mr`.
-    UreqRegMr = siw_ureq_reg_mr;
-    /// `struct siw_uresp_reg_mr`.
-    UrespRegMr = siw_uresp_reg_mr;
-}
 
 impl Udata {
     /// Wraps the udata pointer the core passed, if any.
@@ -227,51 +206,4 @@ impl<'a, T: Driver> User<'a, T> {
         let ctx = unsafe { UContext::<T>::from_raw(ctx) };
         Some(Self { ctx, udata })
     }
-}
-
-/// Size of a send queue element (`struct siw_sqe`).
-pub(crate) const SQE_SIZE: usize = core::mem::size_of::<bindings::siw_sqe>();
-/// Size of a receive queue element (`struct siw_rqe`).
-pub(crate) const RQE_SIZE: usize = core::mem::size_of::<bindings::siw_rqe>();
-/// Size of a completion queue element (`struct siw_cqe`).
-pub(crate) const CQE_SIZE: usize = core::mem::size_of::<bindings::siw_cqe>();
-/// Size of the CQ control word behind the last CQE (`struct siw_cq_ctrl`).
-pub(crate) const CQ_CTRL_SIZE: usize = core::mem::size_of::<bindings::siw_cq_ctrl>();
-/// Inline data capacity of an SQE (`SIW_MAX_INLINE`).
-pub(crate) const MAX_INLINE: u32 =
-    (core::mem::size_of::<bindings::siw_sge>() * (bindings::SIW_MAX_SGE as usize - 1)) as u32;
-
-/// `SIW_WQE_VALID`: the slot belongs to its consumer.
-pub(crate) const WQE_VALID: u8 = bindings::siw_wqe_flags_SIW_WQE_VALID as u8;
-/// `SIW_OP_RECEIVE`, the CQE opcode of a receive.
-pub(crate) const OP_RECEIVE: u8 = bindings::siw_opcode_SIW_OP_RECEIVE as u8;
-/// `SIW_WC_WR_FLUSH_ERR`.
-pub(crate) const WC_WR_FLUSH_ERR: u16 = bindings::siw_wc_status_SIW_WC_WR_FLUSH_ERR as u16;
-
-/// `enum siw_opcode` values siw_rs handles.
-pub(crate) mod op {
-    use super::bindings;
-    pub(crate) const WRITE: u8 = bindings::siw_opcode_SIW_OP_WRITE as u8;
-    pub(crate) const READ: u8 = bindings::siw_opcode_SIW_OP_READ as u8;
-    pub(crate) const SEND: u8 = bindings::siw_opcode_SIW_OP_SEND as u8;
-    pub(crate) const SEND_REMOTE_INV: u8 = bindings::siw_opcode_SIW_OP_SEND_REMOTE_INV as u8;
-}
-
-/// `enum siw_wqe_flags`.
-pub(crate) mod wqe {
-    use super::bindings;
-    pub(crate) const VALID: u16 = bindings::siw_wqe_flags_SIW_WQE_VALID as u16;
-    pub(crate) const INLINE: u16 = bindings::siw_wqe_flags_SIW_WQE_INLINE as u16;
-    pub(crate) const SIGNALLED: u16 = bindings::siw_wqe_flags_SIW_WQE_SIGNALLED as u16;
-    pub(crate) const SOLICITED: u16 = bindings::siw_wqe_flags_SIW_WQE_SOLICITED as u16;
-    pub(crate) const READ_FENCE: u16 = bindings::siw_wqe_flags_SIW_WQE_READ_FENCE as u16;
-}
-
-/// `enum siw_wc_status`.
-pub(crate) mod wc {
-    use super::bindings;
-    pub(crate) const SUCCESS: u16 = bindings::siw_wc_status_SIW_WC_SUCCESS as u16;
-    pub(crate) const LOC_LEN_ERR: u16 = bindings::siw_wc_status_SIW_WC_LOC_LEN_ERR as u16;
-    pub(crate) const LOC_PROT_ERR: u16 = bindings::siw_wc_status_SIW_WC_LOC_PROT_ERR as u16;
-    pub(crate) const LOC_QP_OP_ERR: u16 = bindings::siw_wc_status_SIW_WC_LOC_QP_OP_ERR as u16;
 }

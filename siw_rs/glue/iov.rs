@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pieces of kernel-mapped memory ([`IoVec`]) as the socket layer sends them and the
+//! kernel's CRC32C computes over them.
+//!
+//! C headers: [`include/linux/crc32c.h`](srctree/include/linux/crc32c.h).
+
+use super::bindings;
+use core::marker::PhantomData;
+
+/// A piece of memory to send.
+///
+/// # Invariants
+///
+/// `ptr..ptr + len` is readable for `'a`. A non-null `page` is a page that holds the whole
+/// piece at `ptr` (its kernel address), fit for `MSG_SPLICE_PAGES` (not slab memory, and
+/// referenced for `'a`).
+#[derive(Clone, Copy)]
+pub(crate) struct IoVec<'a> {
+    ptr: *const u8,
+    len: usize,
+    page: *mut bindings::page,
+    _p: PhantomData<&'a [u8]>,
+}
+
+impl<'a> IoVec<'a> {
+    /// The bytes of `s`.
+    pub(crate) fn new(s: &'a [u8]) -> Self {
+        // INVARIANT: A slice is readable for its lifetime; no page.
+        Self {
+            ptr: s.as_ptr(),
+            len: s.len(),
+            page: core::ptr::null_mut(),
+            _p: PhantomData,
+        }
+    }
+
+    /// `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay mapped and readable for `'a` (they may change: user memory).
+    pub(in crate::glue) unsafe fn from_raw(ptr: *const u8, len: usize) -> Self {
+        // INVARIANT: By the caller's guarantee; no page.
+        Self {
+            ptr,
+            len,
+            page: core::ptr::null_mut(),
+            _p: PhantomData,
+        }
+    }
+
+    /// `len` bytes at `ptr` in `page`, which TCP may reference instead of copying them.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay mapped and readable for `'a`; `page` holds all of them at `ptr`, is
+    /// not slab memory, and stays referenced for `'a` (TCP takes its own references).
+    pub(in crate::glue) unsafe fn from_page(
+        ptr: *const u8,
+        len: usize,
+        page: *mut bindings::page,
+    ) -> Self {
+        // INVARIANT: By the caller's guarantee.
+        Self {
+            ptr,
+            len,
+            page,
+            _p: PhantomData,
+        }
+    }
+
+    /// The length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The first byte.
+    pub(in crate::glue) fn ptr(&self) -> *const u8 {
+        self.ptr
+    }
+
+    /// The page holding the piece, for splicing; NULL when it must be copied.
+    pub(in crate::glue) fn page(&self) -> *mut bindings::page {
+        self.page
+    }
+
+    /// The CRC32C state `crc` updated with these bytes (the kernel's `crc32c()`).
+    pub(crate) fn crc32c(&self, crc: u32) -> u32 {
+        // SAFETY: By the constructors the range is readable for `'a`.
+        unsafe { bindings::siw_rs_crc32c(crc, self.ptr.cast(), self.len) }
+    }
+}
+
+/// The kernel's CRC32C (`crc32c()`), for the protocol core's [`crate::proto::crc::Crc32c`].
+#[derive(Clone, Copy)]
+pub(crate) struct KernelCrc(u32);
+
+impl KernelCrc {
+    /// A fresh computation.
+    pub(crate) const fn new() -> Self {
+        Self(!0)
+    }
+
+    /// The running state (not the final value).
+    pub(crate) const fn state(&self) -> u32 {
+        self.0
+    }
+
+    /// A computation continued from `state`.
+    pub(crate) const fn from_state(state: u32) -> Self {
+        Self(state)
+    }
+}
+
+impl KernelCrc {
+    /// Starts over.
+    pub(crate) fn reset(&mut self) {
+        self.0 = !0;
+    }
+
+    /// Adds `data`.
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        self.0 = IoVec::new(data).crc32c(self.0);
+    }
+
+    /// The CRC of everything added since the start.
+    pub(crate) fn value(&self) -> u32 {
+        !self.0
+    }
+}

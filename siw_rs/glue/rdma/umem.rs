@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory a region names: user memory pinned for it ([`Umem`], [`UserPages`]) or, for a
+//! kernel consumer's DMA region, kernel memory by address ([`KernelMem`]).
+//!
+//! C headers: [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h).
+
+use crate::glue::{bindings, iov::IoVec, workqueue};
+use core::ptr::NonNull;
+use kernel::{
+    impl_has_work, new_work,
+    prelude::*,
+    workqueue::{
+        Work,
+        WorkItem, //
+    },
+};
+
+/// User memory pinned for a memory region (`struct ib_umem`).
+///
+/// Released in process context, whatever context drops it: the last reference to a region
+/// may go in the socket read actor (atomic), and `ib_umem_release` may sleep (unpinning
+/// dirty pages takes the page lock). Dropping queues the release on siw_rs's workqueue,
+/// with a work item allocated together with the umem, so it cannot fail. Module exit
+/// drains that queue, and the umem holds a reference on its device until it is released.
+pub(crate) struct Umem(Option<Pin<KBox<UmemRelease>>>);
+
+/// A pinned umem and a reference on its device, both released on drop.
+///
+/// # Invariants
+///
+/// `umem` was returned by `ib_umem_get_va` and is not yet released; `dev` is its device,
+/// on which this value holds a reference (`ib_device_try_get`).
+struct UmemRef {
+    umem: NonNull<bindings::ib_umem>,
+    dev: NonNull<bindings::ib_device>,
+}
+
+// SAFETY: A umem may be released, and a device reference dropped, from any process context.
+unsafe impl Send for UmemRef {}
+// SAFETY: `&UmemRef` gives access to nothing.
+unsafe impl Sync for UmemRef {}
+
+impl Drop for UmemRef {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant; released exactly once, then the device reference
+        // the umem needed is dropped.
+        unsafe {
+            bindings::ib_umem_release(self.umem.as_ptr());
+            bindings::ib_device_put(self.dev.as_ptr());
+        }
+    }
+}
+
+/// The release of a [`UmemRef`], as work.
+#[pin_data]
+pub(crate) struct UmemRelease {
+    held: UmemRef,
+    #[pin]
+    work: Work<UmemRelease>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for UmemRelease { self.work }
+}
+
+impl WorkItem for UmemRelease {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(this: Pin<KBox<Self>>) {
+        drop(this);
+    }
+}
+
+impl Umem {
+    /// Takes ownership of `umem`, pinned on the live device `dev`.
+    ///
+    /// # Safety
+    ///
+    /// `umem` was just returned by `ib_umem_get_va` for `dev` and is released by nothing
+    /// else.
+    pub(super) unsafe fn new(
+        umem: NonNull<bindings::ib_umem>,
+        dev: *mut bindings::ib_device,
+    ) -> Result<Self> {
+        let dev = NonNull::new(dev).ok_or(EINVAL)?;
+        // SAFETY: `dev` is the PD's device, allocated while the PD lives; `try_get` only
+        // reads and raises its registration count, and fails once unregistration began.
+        if !unsafe { bindings::siw_rs_ib_device_try_get(dev.as_ptr()) } {
+            // SAFETY: By the caller's guarantee; nothing else releases it.
+            unsafe { bindings::ib_umem_release(umem.as_ptr()) };
+            return Err(ENODEV);
+        }
+        // INVARIANT: Both held just above. Should the allocation fail, `held` is dropped
+        // here, in process context, and releases them.
+        let held = UmemRef { umem, dev };
+        let r = KBox::pin_init(
+            pin_init!(UmemRelease {
+                held,
+                work <- new_work!("Umem::release"),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok(Self(Some(r)))
+    }
+
+    fn as_ptr(&self) -> *mut bindings::ib_umem {
+        self.0
+            .as_ref()
+            .map_or(core::ptr::null_mut(), |r| r.held.umem.as_ptr())
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        let Some(r) = self.0.take() else {
+            return;
+        };
+        match workqueue::queue() {
+            Some(q) => q.enqueue(r),
+            // Module exit, in process context.
+            None => drop(r),
+        }
+    }
+}
+
+/// Pinned user memory, addressed by byte offset from the region's start: the umem and the
+/// kernel addresses of its pages.
+///
+/// # Invariants
+///
+/// `pages` are the kernel addresses of the umem's pages, in order; the first `first` bytes
+/// of the first page precede the region, which is `len` bytes long. The pages stay pinned
+/// (and mapped: siw_rs needs a kernel without highmem) while `umem` lives.
+pub(crate) struct UserPages {
+    _umem: Umem,
+    pages: KVec<usize>,
+    first: usize,
+    len: usize,
+}
+
+impl UserPages {
+    /// The pages of `umem`, whose region is `len` bytes long.
+    pub(crate) fn new(umem: Umem, len: u64) -> Result<Self> {
+        let u = umem.as_ptr();
+        if u.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: A live umem.
+        let (n, first) = unsafe {
+            (
+                bindings::siw_rs_umem_num_pages(u),
+                bindings::siw_rs_umem_offset(u),
+            )
+        };
+        let mut raw: KVec<*mut bindings::page> = KVec::with_capacity(n, GFP_KERNEL)?;
+        raw.resize(n, core::ptr::null_mut(), GFP_KERNEL)?;
+        // SAFETY: A live umem; `raw` has room for `n` entries.
+        let got = unsafe { bindings::siw_rs_umem_pages(u, raw.as_mut_ptr(), n) };
+        if got != n {
+            return Err(EFAULT);
+        }
+        let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
+        for p in raw.iter() {
+            // SAFETY: A pinned page of the umem.
+            let a = unsafe { bindings::siw_rs_page_address(*p) };
+            if a.is_null() {
+                return Err(EFAULT);
+            }
+            pages.push(a as usize, GFP_KERNEL)?;
+        }
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        if first.checked_add(len).ok_or(EINVAL)? > n.saturating_mul(kernel::page::PAGE_SIZE) {
+            return Err(EINVAL);
+        }
+        // INVARIANT: Checked above.
+        Ok(Self {
+            _umem: umem,
+            pages,
+            first,
+            len,
+        })
+    }
+
+    /// The region's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Calls `f` on the page-sized (or smaller) pieces of `len` bytes at `off`.
+    fn pieces(&self, off: usize, len: usize, mut f: impl FnMut(usize, usize) -> Result) -> Result {
+        let end = off.checked_add(len).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        const PS: usize = kernel::page::PAGE_SIZE;
+        let mut pos = off.checked_add(self.first).ok_or(EFAULT)?;
+        let mut left = len;
+        while left > 0 {
+            let page = *self.pages.get(pos / PS).ok_or(EFAULT)?;
+            let in_page = pos % PS;
+            let n = left.min(PS.wrapping_sub(in_page));
+            f(page.wrapping_add(in_page), n)?;
+            pos = pos.wrapping_add(n);
+            left = left.wrapping_sub(n);
+        }
+        Ok(())
+    }
+
+    /// Copies `src` to offset `off` of the region.
+    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+        let mut done = 0usize;
+        self.pieces(off, src.len(), |addr, n| {
+            let s = src.get(done..done.saturating_add(n)).ok_or(EFAULT)?;
+            // SAFETY: `addr..addr + n` lies in a pinned, mapped page of the region
+            // (invariant and the bounds check in `pieces`); user space may access it
+            // concurrently, which a byte copy tolerates.
+            unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
+            done = done.saturating_add(n);
+            Ok(())
+        })
+    }
+
+    /// The pieces of `len` bytes at `off`, to send; with `splice` TCP may reference the
+    /// pages instead of copying them.
+    pub(crate) fn iovecs<'a>(
+        &'a self,
+        off: usize,
+        len: usize,
+        splice: bool,
+        mut f: impl FnMut(IoVec<'a>) -> Result,
+    ) -> Result {
+        self.pieces(off, len, |addr, n| {
+            if splice {
+                // SAFETY: `addr` is a linear-map address (no highmem, invariant), so this
+                // only computes its `struct page`.
+                let page = unsafe { bindings::siw_rs_virt_to_page(addr as *const c_void) };
+                // SAFETY: As in `write`, the bytes lie in the pinned, mapped page `page`
+                // (`pieces` never crosses a page), which stays mapped and referenced for
+                // `'a` (`self` holds the pin); pinned user pages are never slab memory.
+                f(unsafe { IoVec::from_page(addr as *const u8, n, page) })
+            } else {
+                // SAFETY: As in `write`; the pages stay mapped for `'a` (they belong to `self`).
+                f(unsafe { IoVec::from_raw(addr as *const u8, n) })
+            }
+        })
+    }
+}
+
+/// A kernel consumer's DMA region (`get_dma_mr`): memory addressed by kernel virtual
+/// address (siw_rs does virtual DMA, so a consumer's DMA addresses are kernel addresses).
+///
+/// Every piece accessed must lie in the kernel's linear map (`virt_addr_valid`): an address
+/// outside it, even one a peer names through a global rkey the consumer chose to grant
+/// (`IB_PD_UNSAFE_GLOBAL_RKEY`), is an access error, never a fault. Inside it, the consumer
+/// answers for what it exposed, as with any DMA MR.
+///
+/// # Invariants
+///
+/// Made only by the `get_dma_mr` trampoline, where the kernel consumer that owns the region
+/// grants access to its memory through it, and for a kernel consumer's inline SGEs, which
+/// it hands over for reading by posting them.
+pub(crate) struct KernelMem(pub(super) ());
+
+impl KernelMem {
+    /// Calls `f` on the page-sized (or smaller) pieces of `len` bytes at address `addr`,
+    /// each checked to lie in the linear map.
+    pub(super) fn pieces(
+        &self,
+        addr: usize,
+        len: usize,
+        mut f: impl FnMut(usize, usize) -> Result,
+    ) -> Result {
+        const PS: usize = kernel::page::PAGE_SIZE;
+        addr.checked_add(len).ok_or(EFAULT)?;
+        let mut pos = addr;
+        let mut left = len;
+        while left > 0 {
+            let n = left.min(PS.wrapping_sub(pos % PS));
+            // SAFETY: Only computes whether the address has a `struct page` in the linear map.
+            if !unsafe { bindings::siw_rs_virt_addr_valid(pos as *const c_void) } {
+                return Err(EFAULT);
+            }
+            f(pos, n)?;
+            pos = pos.wrapping_add(n);
+            left = left.wrapping_sub(n);
+        }
+        Ok(())
+    }
+}
+
+/// The memory a region names.
+pub(crate) enum MrMem {
+    /// Pinned user pages.
+    User(UserPages),
+    /// Kernel memory by kernel address (a DMA MR).
+    Kernel(KernelMem),
+}
+
+impl MrMem {
+    /// The region's length in bytes (a DMA MR spans all addresses).
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::User(u) => u.len(),
+            Self::Kernel(_) => usize::MAX,
+        }
+    }
+
+    /// Copies `src` to offset `off` of the region (for a DMA MR, to address `off`).
+    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+        match self {
+            Self::User(u) => u.write(off, src),
+            Self::Kernel(k) => {
+                let mut done = 0usize;
+                k.pieces(off, src.len(), |addr, n| {
+                    let s = src.get(done..done.saturating_add(n)).ok_or(EFAULT)?;
+                    // SAFETY: `pieces` checked that the bytes lie in linear-map pages, which
+                    // are mapped; the consumer granted writing them (invariant).
+                    unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
+                    done = done.saturating_add(n);
+                    Ok(())
+                })
+            }
+        }
+    }
+
+    /// The pieces of `len` bytes at `off`, to send. With `splice`, TCP may reference pinned
+    /// user pages instead of copying them (kernel memory is always copied: it may be slab).
+    pub(crate) fn iovecs<'a>(
+        &'a self,
+        off: usize,
+        len: usize,
+        splice: bool,
+        mut f: impl FnMut(IoVec<'a>) -> Result,
+    ) -> Result {
+        match self {
+            Self::User(u) => u.iovecs(off, len, splice, f),
+            Self::Kernel(k) => k.pieces(off, len, |addr, n| {
+                // SAFETY: `pieces` checked that the bytes lie in mapped linear-map pages,
+                // which stay mapped; the consumer keeps the buffer while its work request
+                // is outstanding (the verbs contract), and granted reading it (invariant).
+                f(unsafe { IoVec::from_raw(addr as *const u8, n) })
+            }),
+        }
+    }
+}

@@ -1,0 +1,1353 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs objects: protection domains, completion queues, shared receive queues, queue pairs
+//! and memory regions; their typed attributes, work requests and completions; and the
+//! trampolines behind [`Adapter`]'s ops table.
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h).
+
+use super::{
+    device::{
+        Adapter,
+        Device,
+        Driver, //
+    },
+    object::{
+        Obj,
+        User, //
+    },
+    umem::{
+        KernelMem,
+        Umem, //
+    },
+};
+use crate::glue::bindings;
+use core::{
+    marker::PhantomData,
+    ptr::NonNull, //
+};
+use kernel::{
+    bits::bit_u32,
+    error::{
+        from_err_ptr,
+        from_result, //
+    },
+    impl_flags,
+    prelude::*,
+};
+
+/// A protection domain of driver `T`.
+pub(crate) type Pd<T> = Obj<bindings::ib_pd, <T as Driver>::Pd>;
+/// A completion queue of driver `T`.
+pub(crate) type Cq<T> = Obj<bindings::ib_cq, <T as Driver>::Cq>;
+/// A shared receive queue of driver `T`.
+pub(crate) type Srq<T> = Obj<bindings::ib_srq, <T as Driver>::Srq>;
+/// A queue pair of driver `T`.
+pub(crate) type Qp<T> = Obj<bindings::ib_qp, <T as Driver>::Qp>;
+
+impl<D> Obj<bindings::ib_pd, D> {
+    /// The device the PD belongs to.
+    pub(crate) fn device<T: Driver<Pd = D>>(&self) -> &Device<T> {
+        // SAFETY: A live PD's `device` is set by the core and is a live device of the driver
+        // whose ops created the PD, i.e. `T` (the `Pd = D` bound ties them).
+        unsafe { Device::<T>::from_raw((*self.as_ptr()).device) }
+    }
+}
+
+/// A counted reference to a CQ: it holds one use (`usecnt`) of the CQ, which makes the core
+/// refuse to destroy the CQ (`EBUSY`) while the reference exists. QPs keep these for their CQs.
+///
+/// # Invariants
+///
+/// Points to a live CQ of driver `T` whose `usecnt` this value incremented.
+pub(crate) struct CqRef<T: Driver>(NonNull<Cq<T>>);
+
+// SAFETY: The CQ is `Sync` (its driver data is); the use count is atomic.
+unsafe impl<T: Driver> Send for CqRef<T> {}
+// SAFETY: As above.
+unsafe impl<T: Driver> Sync for CqRef<T> {}
+
+impl<T: Driver> CqRef<T> {
+    /// A new reference to `cq`.
+    pub(crate) fn new(cq: &Cq<T>) -> Self {
+        // SAFETY: `cq` is live; the use is dropped in `Drop`.
+        unsafe { bindings::siw_rs_cq_use(cq.as_ptr()) };
+        // INVARIANT: Counted just above.
+        Self(NonNull::from(cq))
+    }
+
+    /// The CQ.
+    pub(crate) fn get(&self) -> &Cq<T> {
+        // SAFETY: By the type invariant the CQ cannot be destroyed while we hold our use.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: Driver> Clone for CqRef<T> {
+    fn clone(&self) -> Self {
+        Self::new(self.get())
+    }
+}
+
+impl<T: Driver> Drop for CqRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold one use of a live CQ.
+        unsafe { bindings::siw_rs_cq_unuse(self.get().as_ptr()) };
+    }
+}
+
+impl<D> Obj<bindings::ib_cq, D> {
+    /// Calls the consumer's completion handler (`ib_cq.comp_handler`), if it has one: for a
+    /// user CQ, uverbs then signals the process's completion channel.
+    pub(crate) fn comp_handler(&self) {
+        let cq = self.as_ptr();
+        // SAFETY: A live CQ; `comp_handler` and `cq_context` are set by the core at creation
+        // and not changed afterwards.
+        unsafe {
+            if let Some(f) = (*cq).comp_handler {
+                f(cq, (*cq).cq_context);
+            }
+        }
+    }
+}
+
+impl<D> Obj<bindings::ib_cq, D> {
+    /// Reports a CQ error (an overflow) to the consumer's event handler (`IB_EVENT_CQ_ERR`).
+    pub(crate) fn error_event(&self) {
+        let cq = self.as_ptr();
+        let mut ev: bindings::ib_event = pin_init::zeroed();
+        ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
+        ev.element.cq = cq;
+        // SAFETY: A live CQ; `device`, `event_handler` and `cq_context` are set by the core at
+        // creation; `ev` is a valid event for the duration of the call.
+        unsafe {
+            ev.device = (*cq).device;
+            if let Some(f) = (*cq).event_handler {
+                f(&mut ev, (*cq).cq_context);
+            }
+        }
+    }
+}
+
+impl<D> Obj<bindings::ib_qp, D> {
+    /// Whether the QP belongs to a kernel consumer (work requests come as lists) rather than to
+    /// a process (work requests come through the mapped queues).
+    pub(crate) fn is_kernel(&self) -> bool {
+        // SAFETY: A live QP; its restrack entry is set at creation.
+        unsafe { bindings::siw_rs_qp_is_kernel(self.as_ptr()) }
+    }
+
+    /// The QP as kernel consumers name it in work completions (`wc->qp`).
+    pub(crate) fn kernel_handle(&self) -> u64 {
+        self.as_ptr() as usize as u64
+    }
+
+    /// The QP number.
+    pub(crate) fn qp_num(&self) -> u32 {
+        // SAFETY: A live QP; `qp_num` is set at creation.
+        unsafe { (*self.as_ptr()).qp_num }
+    }
+}
+
+impl_flags!(
+    /// Memory access rights (`enum ib_access_flags`).
+    #[derive(Debug, Clone, Default, Copy, PartialEq, Eq)]
+    pub(crate) struct AccessFlags(u32);
+
+    /// One memory access right.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Access {
+        /// `IB_ACCESS_LOCAL_WRITE`.
+        LocalWrite = bit_u32(0),
+        /// `IB_ACCESS_REMOTE_WRITE`.
+        RemoteWrite = bit_u32(1),
+        /// `IB_ACCESS_REMOTE_READ`.
+        RemoteRead = bit_u32(2),
+        /// `IB_ACCESS_REMOTE_ATOMIC`.
+        RemoteAtomic = bit_u32(3),
+        /// `IB_ACCESS_MW_BIND`.
+        MwBind = bit_u32(4),
+    }
+);
+
+const _: () = {
+    assert!(Access::LocalWrite as u32 == bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
+    assert!(Access::RemoteWrite as u32 == bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE);
+    assert!(Access::RemoteRead as u32 == bindings::ib_access_flags_IB_ACCESS_REMOTE_READ);
+    assert!(Access::RemoteAtomic as u32 == bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
+    assert!(Access::MwBind as u32 == bindings::ib_access_flags_IB_ACCESS_MW_BIND);
+};
+
+impl AccessFlags {
+    /// The flags a consumer passed, kept whole (bits this layer does not name included, for
+    /// the driver to refuse or ignore).
+    pub(crate) const fn from_raw(raw: u32) -> Self {
+        Self(raw)
+    }
+
+    /// The raw `IB_ACCESS_*` bits.
+    pub(crate) const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+/// A QP state (`enum ib_qp_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpState {
+    /// `IB_QPS_RESET`.
+    Reset,
+    /// `IB_QPS_INIT`.
+    Init,
+    /// `IB_QPS_RTR`.
+    Rtr,
+    /// `IB_QPS_RTS`.
+    Rts,
+    /// `IB_QPS_SQD`.
+    Sqd,
+    /// `IB_QPS_SQE`.
+    Sqe,
+    /// `IB_QPS_ERR`.
+    Err,
+}
+
+impl QpState {
+    /// The state a C `enum ib_qp_state` names.
+    fn from_c(s: bindings::ib_qp_state) -> Result<Self> {
+        Ok(match s {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return Err(EINVAL),
+        })
+    }
+
+    /// The C `enum ib_qp_state`.
+    fn to_c(self) -> bindings::ib_qp_state {
+        match self {
+            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            Self::Err => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+}
+
+/// Queue pair capacities (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct QpCap {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline_data: u32,
+}
+
+impl QpCap {
+    fn from_c(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn to_c(self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// A QP's transport (`enum ib_qp_type`), as far as a driver needs to tell.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpType {
+    /// Reliable connected (`IB_QPT_RC`).
+    Rc,
+    /// Any other type, with its `enum ib_qp_type` value.
+    Other(u32),
+}
+
+/// Which send work requests complete signalled (`enum ib_sig_type`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum SigType {
+    /// Every one (`IB_SIGNAL_ALL_WR`).
+    AllWr,
+    /// Those posted with [`SendFlag::Signaled`] (`IB_SIGNAL_REQ_WR`).
+    ReqWr,
+}
+
+/// `create_qp` attributes.
+pub(crate) struct QpInit<'a, T: Driver> {
+    /// The QP type.
+    pub(crate) qp_type: QpType,
+    /// `create_flags` (`enum ib_qp_create_flags`).
+    pub(crate) create_flags: u32,
+    /// Which sends complete signalled; `None` for a value the core does not define.
+    pub(crate) sq_sig_type: Option<SigType>,
+    /// Requested capacities.
+    pub(crate) cap: QpCap,
+    /// The send CQ.
+    pub(crate) send_cq: Option<&'a Cq<T>>,
+    /// The receive CQ.
+    pub(crate) recv_cq: Option<&'a Cq<T>>,
+    /// The SRQ, if any.
+    pub(crate) srq: Option<&'a Srq<T>>,
+}
+
+/// `modify_qp` attributes: the state and the access flags; the other standard attributes are
+/// accepted and not passed on (iWARP QPs do not use them).
+#[derive(Default)]
+pub(crate) struct QpModify {
+    /// New state (`IB_QP_STATE`).
+    pub(crate) state: Option<QpState>,
+    /// New access flags (`IB_QP_ACCESS_FLAGS`).
+    pub(crate) access_flags: Option<AccessFlags>,
+}
+
+/// What `query_qp` reports.
+pub(crate) struct QpQuery {
+    pub(crate) state: QpState,
+    pub(crate) cap: QpCap,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) access_flags: AccessFlags,
+}
+
+/// `struct ib_srq_attr`.
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct SrqAttr {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) srq_limit: u32,
+}
+
+impl_flags!(
+    /// Which SRQ attributes a `modify_srq` changes (`enum ib_srq_attr_mask`).
+    #[derive(Debug, Clone, Default, Copy, PartialEq, Eq)]
+    pub(crate) struct SrqAttrMask(u32);
+
+    /// One SRQ attribute.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum SrqAttrBit {
+        /// `IB_SRQ_MAX_WR` (resize).
+        MaxWr = bit_u32(0),
+        /// `IB_SRQ_LIMIT` (arm the limit event).
+        Limit = bit_u32(1),
+    }
+);
+
+const _: () = {
+    assert!(SrqAttrBit::MaxWr as u32 == bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR);
+    assert!(SrqAttrBit::Limit as u32 == bindings::ib_srq_attr_mask_IB_SRQ_LIMIT);
+};
+
+/// A scatter/gather element of a kernel work request (`struct ib_sge`), borrowed in place
+/// from the consumer's list.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct WrSge {
+    /// A DMA address: a kernel virtual address for a device doing virtual DMA.
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<WrSge>() == size_of::<bindings::ib_sge>());
+    assert!(align_of::<WrSge>() == align_of::<bindings::ib_sge>());
+    assert!(offset_of!(WrSge, addr) == offset_of!(bindings::ib_sge, addr));
+    assert!(offset_of!(WrSge, length) == offset_of!(bindings::ib_sge, length));
+    assert!(offset_of!(WrSge, lkey) == offset_of!(bindings::ib_sge, lkey));
+};
+
+/// A send work request's operation (`enum ib_wr_opcode`), with what it carries.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum SendOp {
+    /// `IB_WR_RDMA_WRITE` to `remote_addr` of the region `rkey` names.
+    RdmaWrite { remote_addr: u64, rkey: u32 },
+    /// `IB_WR_RDMA_READ` from `remote_addr` of the region `rkey` names.
+    RdmaRead { remote_addr: u64, rkey: u32 },
+    /// `IB_WR_SEND`.
+    Send,
+    /// `IB_WR_SEND_WITH_INV`, invalidating the peer's `rkey`.
+    SendWithInv { rkey: u32 },
+    /// Any other opcode, with its `enum ib_wr_opcode` value.
+    Other(u32),
+}
+
+impl_flags!(
+    /// Send work request flags (`enum ib_send_flags`).
+    #[derive(Debug, Clone, Default, Copy, PartialEq, Eq)]
+    pub(crate) struct SendFlags(u32);
+
+    /// One send flag.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum SendFlag {
+        /// `IB_SEND_FENCE`.
+        Fence = bit_u32(0),
+        /// `IB_SEND_SIGNALED`.
+        Signaled = bit_u32(1),
+        /// `IB_SEND_SOLICITED`.
+        Solicited = bit_u32(2),
+        /// `IB_SEND_INLINE`.
+        Inline = bit_u32(3),
+    }
+);
+
+const _: () = {
+    assert!(SendFlag::Fence as u32 == bindings::ib_send_flags_IB_SEND_FENCE as u32);
+    assert!(SendFlag::Signaled as u32 == bindings::ib_send_flags_IB_SEND_SIGNALED as u32);
+    assert!(SendFlag::Solicited as u32 == bindings::ib_send_flags_IB_SEND_SOLICITED as u32);
+    assert!(SendFlag::Inline as u32 == bindings::ib_send_flags_IB_SEND_INLINE as u32);
+};
+
+/// A send work request of a posted list (`struct ib_send_wr`, with `struct ib_rdma_wr`'s
+/// remote address and key for RDMA Write and Read), borrowed for the post call.
+pub(crate) struct SendWr<'a> {
+    /// `wr_id` (or `wr_cqe`, which kernel completions return in the same place).
+    pub(crate) id: u64,
+    /// The operation.
+    pub(crate) op: SendOp,
+    /// `IB_SEND_*`.
+    pub(crate) flags: SendFlags,
+    /// The scatter/gather list.
+    pub(crate) sge: &'a [WrSge],
+    /// Whether the list comes from a kernel consumer, whose SGEs name kernel memory.
+    kernel: bool,
+}
+
+impl SendWr<'_> {
+    /// Gathers a kernel consumer's inline data (`IB_SEND_INLINE`) into `out`; returns its
+    /// length. The SGEs name kernel virtual addresses; as in the C siw, their lkeys are not
+    /// looked up: the data is copied now, and posting may run in any context. `EINVAL` for a
+    /// list a process posted (its addresses are its own), or data longer than `out`.
+    pub(crate) fn gather_inline(&self, out: &mut [u8]) -> Result<usize> {
+        if !self.kernel {
+            return Err(EINVAL);
+        }
+        let mut n = 0usize;
+        for s in self.sge.iter().filter(|s| s.length != 0) {
+            let end = n.checked_add(s.length as usize).ok_or(EINVAL)?;
+            let dst = out.get_mut(n..end).ok_or(EINVAL)?;
+            let addr = usize::try_from(s.addr).map_err(|_| EINVAL)?;
+            let mut done = 0usize;
+            // INVARIANT (of `KernelMem`): a kernel consumer's own SGE, which it hands over
+            // for reading by posting it.
+            KernelMem(()).pieces(addr, dst.len(), |a, k| {
+                let d = dst.get_mut(done..done.saturating_add(k)).ok_or(EINVAL)?;
+                // SAFETY: `pieces` checked that the bytes lie in mapped linear-map pages; `d`
+                // is ours and `k` bytes long.
+                unsafe { core::ptr::copy_nonoverlapping(a as *const u8, d.as_mut_ptr(), k) };
+                done = done.saturating_add(k);
+                Ok(())
+            })?;
+            n = end;
+        }
+        Ok(n)
+    }
+}
+
+/// A receive work request of a posted list (`struct ib_recv_wr`), borrowed for the call.
+pub(crate) struct RecvWr<'a> {
+    pub(crate) id: u64,
+    pub(crate) sge: &'a [WrSge],
+}
+
+/// Borrows a work request's scatter/gather list.
+///
+/// # Safety
+///
+/// `list` points to `n` valid `ib_sge`s when `n > 0`, which stay valid for `'a`.
+unsafe fn wr_sges<'a>(list: *const bindings::ib_sge, n: c_int) -> Result<&'a [WrSge]> {
+    let n = usize::try_from(n).map_err(|_| EINVAL)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if list.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: `WrSge` has the layout of `ib_sge` (checked above at compile time); the caller
+    // guarantees `n` valid entries for `'a`, and nothing writes them during the post call.
+    Ok(unsafe { core::slice::from_raw_parts(list.cast::<WrSge>(), n) })
+}
+
+/// A node of a work request list: `ib_send_wr` and `ib_recv_wr`, the only implementors.
+pub(crate) trait WrNode {
+    /// The next request.
+    ///
+    /// # Safety
+    ///
+    /// `p` points to a valid request.
+    unsafe fn next(p: *const Self) -> *const Self;
+}
+
+impl WrNode for bindings::ib_send_wr {
+    unsafe fn next(p: *const Self) -> *const Self {
+        // SAFETY: By the function's contract.
+        unsafe { (*p).next }
+    }
+}
+
+impl WrNode for bindings::ib_recv_wr {
+    unsafe fn next(p: *const Self) -> *const Self {
+        // SAFETY: By the function's contract.
+        unsafe { (*p).next }
+    }
+}
+
+/// A posted list of work requests, walked by the driver: each item is one request, or the
+/// error that it is malformed. The request the driver stops at (an error item, or the last
+/// one it took when it returns an error) is what the core reports as `bad_wr`.
+///
+/// # Invariants
+///
+/// `cur` is null or a request of a list of valid requests that outlives `'a`; `last` is the
+/// request most recently yielded (null before the first).
+pub(crate) struct WrList<'a, W: WrNode> {
+    cur: *const W,
+    last: *const W,
+    kernel: bool,
+    _p: PhantomData<&'a W>,
+}
+
+/// A posted list of send work requests.
+pub(crate) type SendWrs<'a> = WrList<'a, bindings::ib_send_wr>;
+/// A posted list of receive work requests.
+pub(crate) type RecvWrs<'a> = WrList<'a, bindings::ib_recv_wr>;
+
+impl<W: WrNode> WrList<'_, W> {
+    /// The list the core passed.
+    ///
+    /// # Safety
+    ///
+    /// `wr` is null or a list of valid requests that outlives the returned value.
+    unsafe fn new(wr: *const W, kernel: bool) -> Self {
+        // INVARIANT: By the caller's guarantee; nothing yielded yet.
+        Self {
+            cur: wr,
+            last: core::ptr::null(),
+            kernel,
+            _p: PhantomData,
+        }
+    }
+
+    /// Whether the list is empty (for a process's QP whose driver has it post through
+    /// mapped queues, a POST_SEND without requests is that driver's doorbell).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.cur.is_null() && self.last.is_null()
+    }
+
+    /// Whether a kernel consumer posted the list (else a process, through uverbs).
+    pub(crate) fn is_kernel(&self) -> bool {
+        self.kernel
+    }
+
+    /// Takes the next request node, remembering it as the one a failure names.
+    fn advance(&mut self) -> Option<*const W> {
+        if self.cur.is_null() {
+            return None;
+        }
+        let w = self.cur;
+        self.last = w;
+        // SAFETY: `w` is a request of the list (invariant).
+        self.cur = unsafe { W::next(w) };
+        Some(w)
+    }
+
+    /// Reports `r` to the core: 0, or its errno with `*bad_wr` pointing to the request the
+    /// driver stopped at (as the verbs ask).
+    ///
+    /// # Safety
+    ///
+    /// `bad_wr` is null or a valid out pointer.
+    unsafe fn finish(self, r: Result, bad_wr: *mut *const W) -> c_int {
+        match r {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad_wr.is_null() {
+                    // The request being worked on, or the first if the driver took none.
+                    let bad = if self.last.is_null() {
+                        self.cur
+                    } else {
+                        self.last
+                    };
+                    // SAFETY: A valid out pointer (the caller's guarantee).
+                    unsafe { *bad_wr = bad };
+                }
+                e.to_errno()
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
+    type Item = Result<SendWr<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let wr = self.advance()?;
+        // SAFETY: A valid request of the list, valid for `'a` (invariant).
+        let w = unsafe { &*wr };
+        // SAFETY: `wr_id` and `wr_cqe` share 8 bytes; any bit pattern is a valid `u64`.
+        let id = unsafe { w.__bindgen_anon_1.wr_id };
+        let op = match w.opcode {
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE | bindings::ib_wr_opcode_IB_WR_RDMA_READ => {
+                // SAFETY: RDMA opcodes come in an `ib_rdma_wr`, whose first field is `wr`
+                // (the verbs contract for those opcodes).
+                let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
+                let (remote_addr, rkey) = (r.remote_addr, r.rkey);
+                if w.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_WRITE {
+                    SendOp::RdmaWrite { remote_addr, rkey }
+                } else {
+                    SendOp::RdmaRead { remote_addr, rkey }
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_SEND => SendOp::Send,
+            bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendOp::SendWithInv {
+                // SAFETY: A Send with Invalidate sets `ex.invalidate_rkey`; any bits are a
+                // `u32`.
+                rkey: unsafe { w.ex.invalidate_rkey },
+            },
+            other => SendOp::Other(other),
+        };
+        // SAFETY: `sg_list` holds `num_sge` entries (the verbs contract), valid for `'a`.
+        let sge = match unsafe { wr_sges(w.sg_list, w.num_sge) } {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(SendWr {
+            id,
+            op,
+            flags: SendFlags(w.send_flags as u32),
+            sge,
+            kernel: self.kernel,
+        }))
+    }
+}
+
+impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
+    type Item = Result<RecvWr<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let wr = self.advance()?;
+        // SAFETY: A valid request of the list, valid for `'a` (invariant).
+        let w = unsafe { &*wr };
+        // SAFETY: `wr_id` and `wr_cqe` share 8 bytes; any bit pattern is a valid `u64`.
+        let id = unsafe { w.__bindgen_anon_1.wr_id };
+        // SAFETY: `sg_list` holds `num_sge` entries (the verbs contract), valid for `'a`.
+        Some(unsafe { wr_sges(w.sg_list, w.num_sge) }.map(|sge| RecvWr { id, sge }))
+    }
+}
+
+/// A user memory region to register.
+pub(crate) struct UserMr {
+    /// The pinned pages.
+    pub(crate) umem: Umem,
+    /// The user virtual address of the start.
+    #[expect(
+        dead_code,
+        reason = "siw addresses a region by its iova (`virt`) alone"
+    )]
+    pub(crate) start: u64,
+    /// The length in bytes.
+    pub(crate) len: u64,
+    /// The address the region is known by to the peer (iova).
+    pub(crate) virt: u64,
+    /// The access rights.
+    pub(crate) access: AccessFlags,
+}
+
+/// A work completion's status (`enum ib_wc_status`), as far as a software device reports.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) enum WcStatus {
+    #[default]
+    Success,
+    LocLenErr,
+    LocQpOpErr,
+    LocProtErr,
+    WrFlushErr,
+    BadRespErr,
+    LocAccessErr,
+    RemAccessErr,
+    RemInvReqErr,
+    GeneralErr,
+}
+
+impl WcStatus {
+    fn to_c(self) -> bindings::ib_wc_status {
+        match self {
+            Self::Success => bindings::ib_wc_status_IB_WC_SUCCESS,
+            Self::LocLenErr => bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+            Self::LocQpOpErr => bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
+            Self::LocProtErr => bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
+            Self::WrFlushErr => bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+            Self::BadRespErr => bindings::ib_wc_status_IB_WC_BAD_RESP_ERR,
+            Self::LocAccessErr => bindings::ib_wc_status_IB_WC_LOC_ACCESS_ERR,
+            Self::RemAccessErr => bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR,
+            Self::RemInvReqErr => bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+            Self::GeneralErr => bindings::ib_wc_status_IB_WC_GENERAL_ERR,
+        }
+    }
+}
+
+/// A work completion's operation (`enum ib_wc_opcode`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) enum WcOpcode {
+    #[default]
+    Send,
+    RdmaWrite,
+    RdmaRead,
+    LocalInv,
+    RegMr,
+    Recv,
+}
+
+impl WcOpcode {
+    fn to_c(self) -> bindings::ib_wc_opcode {
+        match self {
+            Self::Send => bindings::ib_wc_opcode_IB_WC_SEND,
+            Self::RdmaWrite => bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+            Self::RdmaRead => bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+            Self::LocalInv => bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
+            Self::RegMr => bindings::ib_wc_opcode_IB_WC_REG_MR,
+            Self::Recv => bindings::ib_wc_opcode_IB_WC_RECV,
+        }
+    }
+}
+
+/// A work completion taken from a kernel CQ (`struct ib_wc`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Wc {
+    pub(crate) id: u64,
+    pub(crate) status: WcStatus,
+    pub(crate) opcode: WcOpcode,
+    pub(crate) byte_len: u32,
+    /// The QP, as [`Obj::kernel_handle`] named it.
+    pub(crate) qp: u64,
+}
+
+/// Which completions wake an armed CQ (`enum ib_cq_notify_flags`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum CqNotify {
+    /// The next solicited completion (`IB_CQ_SOLICITED`).
+    Solicited,
+    /// The next completion (`IB_CQ_NEXT_COMP`).
+    NextComp,
+}
+
+/// A registered memory region's keys.
+#[derive(Clone, Copy)]
+pub(crate) struct MrKeys {
+    pub(crate) lkey: u32,
+    pub(crate) rkey: u32,
+}
+
+// SAFETY (for every trampoline below): the RDMA core calls them with valid objects of this
+// driver's devices, allocated with `Adapter::<T>::OPS`'s sizes, and serialises create and
+// destroy of each object against every other callback on it.
+impl<T: Driver> Adapter<T> {
+    /// The `alloc_pd` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.alloc_pd` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` before calling `alloc_pd`.
+            let dev = unsafe { Device::<T>::from_raw((*pd).device) };
+            // SAFETY: A fresh `size_ib_pd` allocation; the data is dropped in `dealloc_pd`.
+            unsafe { Pd::<T>::init(pd, T::alloc_pd(dev)) }?;
+            Ok(0)
+        })
+    }
+
+    /// The `dealloc_pd` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.dealloc_pd` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `alloc_pd` succeeded for `pd`; this is its last callback.
+        unsafe {
+            let dev = Device::<T>::from_raw((*pd).device);
+            T::dealloc_pd(dev, Pd::<T>::from_raw(pd).data());
+            Pd::<T>::drop_data(pd);
+        }
+        0
+    }
+
+    /// The `create_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.create_cq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` first; `attr` is valid for the call.
+            let (dev, attr) = unsafe { (Device::<T>::from_raw((*cq).device), &*attr) };
+            if attr.flags != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: `attrs` is NULL for kernel CQs, else the command's bundle.
+            let mut user = unsafe { User::<T>::from_udata(bindings::siw_rs_attrs_to_udata(attrs)) };
+            let cqe = i32::try_from(attr.cqe).map_err(|_| EINVAL)?;
+            let (init, n) = T::create_cq(dev, cqe, user.as_mut())?;
+            // SAFETY: A fresh `size_ib_cq` allocation; the data is dropped in `destroy_cq`.
+            unsafe { Cq::<T>::init(cq, init) }?;
+            // SAFETY: `cq` is ours to set up; `cqe` is what consumers read as the CQ size.
+            unsafe { (*cq).cqe = n };
+            Ok(0)
+        })
+    }
+
+    /// The `destroy_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.destroy_cq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `create_cq` succeeded for `cq`; the core destroys a CQ only once no QP
+        // uses it, and this is its last callback.
+        unsafe {
+            let dev = Device::<T>::from_raw((*cq).device);
+            T::destroy_cq(dev, Cq::<T>::from_raw(cq).data());
+            Cq::<T>::drop_data(cq);
+        }
+        0
+    }
+
+    /// The `create_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.create_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` and `pd` first; `init` is valid for the call.
+            let (pd, init) = unsafe { (Pd::<T>::from_raw((*srq).pd), &mut *init) };
+            if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+                return Err(EOPNOTSUPP);
+            }
+            let a = SrqAttr {
+                max_wr: init.attr.max_wr,
+                max_sge: init.attr.max_sge,
+                srq_limit: init.attr.srq_limit,
+            };
+            // SAFETY: `udata` is NULL or the command's.
+            let mut user = unsafe { User::<T>::from_udata(udata) };
+            let (data, out) = T::create_srq(pd, &a, user.as_mut())?;
+            // SAFETY: A fresh `size_ib_srq` allocation; dropped in `destroy_srq`.
+            unsafe { Srq::<T>::init(srq, data) }?;
+            init.attr.max_wr = out.max_wr;
+            init.attr.max_sge = out.max_sge;
+            Ok(0)
+        })
+    }
+
+    /// The `modify_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.modify_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ; `attr` is valid for the call.
+            let (s, attr) = unsafe { (Srq::<T>::from_raw(srq), &*attr) };
+            let known = SrqAttrMask::from(SrqAttrBit::MaxWr) | SrqAttrBit::Limit;
+            if mask & !u32::from(known) != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            let m = SrqAttrMask(mask);
+            let a = SrqAttr {
+                max_wr: attr.max_wr,
+                max_sge: attr.max_sge,
+                srq_limit: attr.srq_limit,
+            };
+            T::modify_srq(s, &a, m)?;
+            Ok(0)
+        })
+    }
+
+    /// The `query_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.query_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: A live SRQ.
+            let a = T::query_srq(unsafe { Srq::<T>::from_raw(srq) })?;
+            // SAFETY: `attr` is a writable `ib_srq_attr`.
+            let out = unsafe { &mut *attr };
+            out.max_wr = a.max_wr;
+            out.max_sge = a.max_sge;
+            out.srq_limit = a.srq_limit;
+            Ok(0)
+        })
+    }
+
+    /// The `destroy_srq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.destroy_srq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `create_srq` succeeded; no QP uses the SRQ any more (core `usecnt`).
+        unsafe {
+            T::destroy_srq(Srq::<T>::from_raw(srq));
+            Srq::<T>::drop_data(srq);
+        }
+        0
+    }
+
+    /// The `create_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.create_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: The core sets `device` and `pd` first; `init` is valid for the call.
+            let (pd, init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
+            // SAFETY: Non-null CQ and SRQ pointers name live objects of this device, which the
+            // core keeps alive (their `usecnt`) for the QP's whole life.
+            let (send_cq, recv_cq, srq) = unsafe {
+                (
+                    NonNull::new(init.send_cq).map(|p| Cq::<T>::from_raw(p.as_ptr())),
+                    NonNull::new(init.recv_cq).map(|p| Cq::<T>::from_raw(p.as_ptr())),
+                    NonNull::new(init.srq).map(|p| Srq::<T>::from_raw(p.as_ptr())),
+                )
+            };
+            let a = QpInit {
+                qp_type: match init.qp_type {
+                    bindings::ib_qp_type_IB_QPT_RC => QpType::Rc,
+                    other => QpType::Other(other),
+                },
+                create_flags: init.create_flags,
+                sq_sig_type: match init.sq_sig_type {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR => Some(SigType::AllWr),
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR => Some(SigType::ReqWr),
+                    _ => None,
+                },
+                cap: QpCap::from_c(&init.cap),
+                send_cq,
+                recv_cq,
+                srq,
+            };
+            // SAFETY: `udata` is NULL or the command's.
+            let mut user = unsafe { User::<T>::from_udata(udata) };
+            let (data, qpn) = T::create_qp(pd, &a, user.as_mut())?;
+            // SAFETY: `qp` is ours to set up until we return.
+            unsafe { (*qp).qp_num = qpn };
+            // SAFETY: A fresh `size_ib_qp` allocation; dropped in `destroy_qp`.
+            unsafe { Qp::<T>::init(qp, data) }?;
+            // SAFETY: Just initialised.
+            let q = unsafe { Qp::<T>::from_raw(qp) };
+            if let Err(e) = T::qp_created(q) {
+                // SAFETY: Initialised above and unknown to anyone else; the core frees the
+                // memory when we fail.
+                unsafe { Qp::<T>::drop_data(qp) };
+                return Err(e);
+            }
+            Ok(0)
+        })
+    }
+
+    /// The `modify_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.modify_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            let mask = u32::try_from(mask).map_err(|_| EINVAL)?;
+            if mask & !bindings::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS != 0 {
+                return Err(EOPNOTSUPP);
+            }
+            // SAFETY: A live QP; `attr` is valid for the call.
+            let (q, attr) = unsafe { (Qp::<T>::from_raw(qp), &*attr) };
+            let mut m = QpModify::default();
+            if mask & bindings::ib_qp_attr_mask_IB_QP_STATE != 0 {
+                m.state = Some(QpState::from_c(attr.qp_state)?);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS != 0 {
+                let raw = u32::try_from(attr.qp_access_flags).map_err(|_| EINVAL)?;
+                m.access_flags = Some(AccessFlags::from_raw(raw));
+            }
+            T::modify_qp(q, &m)?;
+            Ok(0)
+        })
+    }
+
+    /// The `query_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.query_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        from_result(|| {
+            if attr.is_null() || init.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: A live QP.
+            let q = unsafe { Qp::<T>::from_raw(qp) };
+            // SAFETY: As in `query_device`: the QP's device is live.
+            let dev = unsafe { Device::<T>::from_raw((*qp).device) };
+            let mtu = dev.with_netdev(|nd| nd.mtu())?;
+            let r = T::query_qp(q)?;
+            // SAFETY: Both out pointers are valid, writable and distinct (checked non-null).
+            let (attr, init) = unsafe { (&mut *attr, &mut *init) };
+            // uverbs allocates both without zeroing them (`ib_uverbs_query_qp`), and copies
+            // every field to user space: clear them, or the fields an iWARP QP does not set
+            // would carry stale kernel heap to the process (the C siw leaks them).
+            *attr = pin_init::zeroed();
+            *init = pin_init::zeroed();
+            attr.qp_state = r.state.to_c();
+            r.cap.to_c(&mut attr.cap);
+            attr.path_mtu = super::device::ib_mtu(mtu);
+            attr.max_rd_atomic = r.max_rd_atomic;
+            attr.max_dest_rd_atomic = r.max_dest_rd_atomic;
+            attr.qp_access_flags = c_int::try_from(r.access_flags.bits()).unwrap_or(0);
+            // SAFETY: The base QP's fields are set by the core and stable.
+            unsafe {
+                init.qp_type = (*qp).qp_type;
+                init.send_cq = (*qp).send_cq;
+                init.recv_cq = (*qp).recv_cq;
+                init.srq = (*qp).srq;
+            }
+            init.cap = attr.cap;
+            Ok(0)
+        })
+    }
+
+    /// The `destroy_qp` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.destroy_qp` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `create_qp` succeeded; this is the QP's last callback.
+        unsafe {
+            T::destroy_qp(Qp::<T>::from_raw(qp));
+            Qp::<T>::drop_data(qp);
+        }
+        0
+    }
+
+    /// The `post_send` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.post_send` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        // SAFETY: A live QP.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: The core's list of valid work requests, valid for the call (uverbs copies
+        // a process's requests into kernel memory first).
+        let mut list = unsafe { SendWrs::new(wr, q.is_kernel()) };
+        let r = T::post_send(q, &mut list);
+        // SAFETY: The core's out pointer.
+        unsafe { list.finish(r, bad_wr) }
+    }
+
+    /// The `post_recv` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.post_recv` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_recv(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: A live QP.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: The core's list of valid work requests, valid for the call.
+        let mut list = unsafe { RecvWrs::new(wr, q.is_kernel()) };
+        let r = T::post_recv(q, &mut list);
+        // SAFETY: The core's out pointer.
+        unsafe { list.finish(r, bad_wr) }
+    }
+
+    /// The `post_srq_recv` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.post_srq_recv` of a device of driver
+    /// `T`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_srq_recv(
+        srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // SAFETY: A live SRQ.
+        let s = unsafe { Srq::<T>::from_raw(srq) };
+        // SAFETY: A live SRQ; `uobject` is set at creation for a process's SRQ only.
+        let kernel = unsafe { (*srq).uobject }.is_null();
+        // SAFETY: The core's list of valid work requests, valid for the call.
+        let mut list = unsafe { RecvWrs::new(wr, kernel) };
+        let r = T::post_srq_recv(s, &mut list);
+        // SAFETY: The core's out pointer.
+        unsafe { list.finish(r, bad_wr) }
+    }
+
+    /// The `reg_user_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.reg_user_mr` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        len: u64,
+        virt: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let r = (|| -> Result<*mut bindings::ib_mr> {
+            if !dmah.is_null() {
+                return Err(EOPNOTSUPP);
+            }
+            if len == 0 {
+                return Err(EINVAL);
+            }
+            // SAFETY: A live PD of this device.
+            let pdo = unsafe { Pd::<T>::from_raw(pd) };
+            // SAFETY: The PD's device is live; `ib_umem_get_va` pins the user range or
+            // returns an error pointer.
+            let umem = from_err_ptr(unsafe {
+                bindings::siw_rs_ib_umem_get_va(
+                    (*pd).device,
+                    usize::try_from(start).map_err(|_| EINVAL)?,
+                    usize::try_from(len).map_err(|_| EINVAL)?,
+                    access,
+                )
+            })?;
+            let umem = NonNull::new(umem).ok_or(EFAULT)?;
+            // SAFETY: Just pinned for this PD's device; only `Umem` releases it.
+            let umem = unsafe { Umem::new(umem, (*pd).device)? };
+            let mr = UserMr {
+                umem,
+                start,
+                len,
+                virt,
+                access: AccessFlags::from_raw(u32::try_from(access).map_err(|_| EINVAL)?),
+            };
+            // SAFETY: `udata` is NULL or the command's.
+            let mut user = unsafe { User::<T>::from_udata(udata) };
+            let (data, keys) = T::reg_user_mr(pdo, mr, user.as_mut())?;
+            MrAlloc::<T>::publish(data, keys)
+        })();
+        match r {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The `poll_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.poll_cq` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        num: c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        // SAFETY: A live CQ.
+        let q = unsafe { Cq::<T>::from_raw(cq) };
+        let want = usize::try_from(num).unwrap_or(0);
+        let mut buf = [Wc::default(); 16];
+        let mut done = 0usize;
+        while done < want {
+            let k = want.saturating_sub(done).min(buf.len());
+            let got = T::poll_cq(q, buf.get_mut(..k).unwrap_or(&mut []));
+            for (i, w) in buf.iter().take(got).enumerate() {
+                let mut out: bindings::ib_wc = pin_init::zeroed();
+                out.__bindgen_anon_1.wr_id = w.id;
+                out.status = w.status.to_c();
+                out.opcode = w.opcode.to_c();
+                out.byte_len = w.byte_len;
+                out.qp = w.qp as usize as *mut bindings::ib_qp;
+                // SAFETY: The core passes room for `num` entries; `done + i < num`.
+                unsafe { wc.add(done.saturating_add(i)).write(out) };
+            }
+            done = done.saturating_add(got);
+            if got < k {
+                break;
+            }
+        }
+        c_int::try_from(done).unwrap_or(0)
+    }
+
+    /// The `req_notify_cq` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.req_notify_cq` of a device of driver
+    /// `T`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn req_notify_cq(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        // SAFETY: A live CQ.
+        let q = unsafe { Cq::<T>::from_raw(cq) };
+        let notify = if flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED
+        {
+            CqNotify::Solicited
+        } else {
+            CqNotify::NextComp
+        };
+        let pending = T::req_notify_cq(q, notify);
+        c_int::from(pending && flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0)
+    }
+
+    /// The `get_dma_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.get_dma_mr` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        let r = (|| -> Result<*mut bindings::ib_mr> {
+            // SAFETY: A live PD of this device.
+            let pdo = unsafe { Pd::<T>::from_raw(pd) };
+            // INVARIANT: This is the consumer's DMA MR: it grants access to its memory.
+            let mem = KernelMem(());
+            let access = AccessFlags::from_raw(u32::try_from(access).map_err(|_| EINVAL)?);
+            let (data, keys) = T::get_dma_mr(pdo, access, mem)?;
+            MrAlloc::<T>::publish(data, keys)
+        })();
+        match r {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The `dereg_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.dereg_mr` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: `mr` came from `MrAlloc::publish` (a `KBox<MrAlloc<T>>` with the `ib_mr` at
+        // offset 0); this is its last callback.
+        let obj = unsafe { KBox::from_raw(mr.cast::<MrAlloc<T>>()) };
+        T::dereg_mr(&obj.data);
+        drop(obj);
+        0
+    }
+}
+
+/// The memory behind an [`Mr`]: the driver allocates MRs itself.
+#[repr(C)]
+struct MrAlloc<T: Driver> {
+    ib: bindings::ib_mr,
+    data: T::Mr,
+}
+
+impl<T: Driver> MrAlloc<T> {
+    /// Allocates the MR for `data` with `keys`; the core fills in the rest of the `ib_mr`,
+    /// and `dereg_mr` frees it.
+    fn publish(data: T::Mr, keys: MrKeys) -> Result<*mut bindings::ib_mr> {
+        let obj = KBox::new(
+            Self {
+                ib: pin_init::zeroed(),
+                data,
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
+        // SAFETY: `raw` is the freshly allocated MR (the `ib_mr` at offset 0), ours alone.
+        unsafe {
+            (*raw).lkey = keys.lkey;
+            (*raw).rkey = keys.rkey;
+        }
+        Ok(raw)
+    }
+}
