@@ -39,7 +39,7 @@ kdir:
 
 clean:
 	-$(KMAKE) clean
-	rm -f siw_rs/glue/bindings_generated.rs
+	rm -f siw_rs/glue/bindings_generated.rs siw_rs/glue/layout_generated.rs
 
 check:
 	@bash tools/check

@@ -10,7 +10,8 @@
 use crate::{
     device::{Siw, SiwDev},
     glue::{
-        net::tcp::{self as sock, SkCtx, SockEvents, Socket},
+        iov::IoVec,
+        net::tcp::{SkCtx, SockEvent, SockEvents, Socket},
         rdma::{
             cm::{CmEvent, CmId, ConnParam, EventData, RequestCookie},
             device::Device,
@@ -166,7 +167,7 @@ impl SockEvents for Ep {
         &self.sk
     }
 
-    fn sock_event(this: ArcBorrow<'_, Self>, _what: u32) {
+    fn sock_event(this: ArcBorrow<'_, Self>, _ev: SockEvent) {
         Arc::from(this).kick();
     }
 }
@@ -445,7 +446,7 @@ impl Ep {
         let Some(sock) = g.sock.as_ref() else {
             return;
         };
-        let r = cm.connect_request(sock, &d, self.cookie);
+        let r = cm.connect_request(sock.addrs(), &d, self.cookie);
         if r.is_ok() {
             self.set_deadline(g, ACCEPT_TIMEOUT_MS);
         } else if let Err(e) = r {
@@ -473,7 +474,7 @@ impl Ep {
         let Some(cm) = g.cm.take() else {
             return false;
         };
-        match cm.event(CmEvent::ConnectReply, g.sock.as_ref(), d) {
+        match cm.event(CmEvent::ConnectReply, g.sock.as_ref().map(Socket::addrs), d) {
             Ok(()) if d.status == 0 => {
                 g.cm = Some(cm);
                 return true;
@@ -542,7 +543,7 @@ impl Ep {
         };
         let ok = match g.qp.as_ref() {
             Some(qp) => {
-                let mut st = qp.st.lock();
+                let mut st = qp.lock();
                 let ok = qp.connected(&mut st, self.clone(), params).is_ok();
                 // Peer-to-peer: the RTR message is the first FPDU, before any work.
                 if let (true, Some(rtr), Some(link)) = (ok, agreed.rtr, st.link.as_mut()) {
@@ -581,12 +582,7 @@ impl Ep {
         let Some(qp) = g.qp.as_ref() else {
             return;
         };
-        let rtr_in = qp
-            .st
-            .lock()
-            .link
-            .as_ref()
-            .is_some_and(|l| l.rx.messages > 0);
+        let rtr_in = qp.lock().link.as_ref().is_some_and(|l| l.rx.messages > 0);
         if rtr_in {
             g.phase = Phase::Established;
             if let Some(cm) = g.cm.as_ref() {
@@ -603,7 +599,7 @@ impl Ep {
         let mut how = None;
         let mut again = false;
         {
-            let mut st = qp.st.lock();
+            let mut st = qp.lock();
             if !st.ep.as_ref().is_some_and(|e| Arc::ptr_eq(e, self)) {
                 // The QP left RTS; `close_from_qp` is on its way.
                 return;
@@ -675,7 +671,7 @@ impl Ep {
         pr_debug!("siw_rs: close {:?} how {}\n", prev, how as u8);
         g.phase = Phase::Closed;
         if let Some(qp) = g.qp.take() {
-            let mut st = qp.st.lock();
+            let mut st = qp.lock();
             let ours = st.ep.as_ref().is_none_or(|e| Arc::ptr_eq(e, self));
             if ours
                 && matches!(
@@ -763,7 +759,42 @@ fn send_frame(sock: Option<&Socket>, f: &MpaFrame<'_>) -> bool {
     let Some(b) = buf.get(..n) else {
         return false;
     };
-    matches!(sock.send(&[crate::glue::iov::IoVec::new(b)], 0, true, false), Ok(k) if k == n)
+    matches!(sock.send(&[IoVec::new(b)], 0, true, false), Ok(k) if k == n)
+}
+
+/// A TCP connection from `cm`'s local to its remote address (blocking), as the C siw makes
+/// it: bound first, so the ULP's source address and port hold.
+fn connect_socket(cm: &CmId) -> Result<Socket> {
+    let (laddr, raddr) = (cm.mapped_local_addr(), cm.mapped_remote_addr());
+    let family = laddr.family().ok_or(EAFNOSUPPORT)?;
+    if raddr.family() != Some(family) {
+        return Err(EINVAL);
+    }
+    let s = Socket::new_tcp(family, cm.afonly())?;
+    s.bind(&laddr)?;
+    s.connect(&raddr)?;
+    Ok(s)
+}
+
+/// The listening socket for `cm` on `dev`; `None` when there is nothing to listen on.
+///
+/// A wildcard listen only serves the device's netdev, as in the C siw. When that netdev lives
+/// in another network namespace than the listener, no connection can reach it from here:
+/// listen on nothing, rather than bind to whatever has the same ifindex in this namespace
+/// (which the C siw does, making wildcard listens across namespaces collide).
+fn listen_socket(dev: &Device<Siw>, cm: &CmId, backlog: i32) -> Result<Option<Socket>> {
+    let laddr = cm.local_addr();
+    let s = Socket::new_tcp(laddr.family().ok_or(EAFNOSUPPORT)?, cm.afonly())?;
+    if laddr.is_any() {
+        let ifindex = dev.with_netdev(|nd| s.in_netns_of(nd).then(|| nd.ifindex()))?;
+        let Some(ifindex) = ifindex else {
+            return Ok(None);
+        };
+        s.bind_to_ifindex(ifindex);
+    }
+    s.bind(&laddr)?;
+    s.listen(backlog)?;
+    Ok(Some(s))
 }
 
 /// `iw_connect`.
@@ -773,7 +804,7 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     if p.private_data.len() > PD_MAX_SIW {
         return Err(EINVAL);
     }
-    let s = sock::connect(&cm)?;
+    let s = connect_socket(&cm)?;
     let ep = Ep::new(d.tables.clone(), Phase::AwaitReply, Some(s), None)?;
     let mut pol = policy(p.ird, p.ord);
     initiator_p2p(&mut pol);
@@ -787,7 +818,7 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     };
     let mut g = ep.inner.lock();
     {
-        let mut st = qp.st.lock();
+        let mut st = qp.lock();
         if st.ep.is_some() {
             return Err(EBUSY);
         }
@@ -845,7 +876,7 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnPa
         ord: acc.agreed.ord,
     };
     {
-        let mut st = qp.st.lock();
+        let mut st = qp.lock();
         if st.ep.is_some() || qp.connected(&mut st, ep.clone(), params).is_err() {
             drop(st);
             ep.close_locked(&mut g, How::Error);
@@ -893,7 +924,7 @@ pub(crate) fn reject(dev: &Device<Siw>, req: RequestCookie, private_data: &[u8])
 /// `iw_create_listen`.
 pub(crate) fn listen(dev: &Device<Siw>, cm: CmId, backlog: i32) -> Result<Arc<Ep>> {
     let d: &SiwDev = dev.data();
-    let s = sock::listen(&cm, backlog)?;
+    let s = listen_socket(dev, &cm, backlog)?;
     let ep = Ep::new(d.tables.clone(), Phase::Listen, s, None)?;
     {
         let mut g = ep.inner.lock();

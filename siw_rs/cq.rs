@@ -244,7 +244,7 @@ impl SiwCq {
 
 /// The work completion operation of a CQE's `enum siw_opcode` (the C siw's
 /// `map_wc_opcode()`).
-fn wc_opcode(opcode: u8) -> WcOpcode {
+pub(crate) fn wc_opcode(opcode: u8) -> WcOpcode {
     match opcode {
         op::WRITE => WcOpcode::RdmaWrite,
         op::SEND | op::SEND_WITH_IMM | op::SEND_REMOTE_INV => WcOpcode::Send,
@@ -257,7 +257,7 @@ fn wc_opcode(opcode: u8) -> WcOpcode {
 
 /// The work completion status of a CQE's `enum siw_wc_status` (the C siw's
 /// `map_cqe_status()`).
-fn wc_status(status: u16) -> WcStatus {
+pub(crate) fn wc_status(status: u16) -> WcStatus {
     match status {
         wc::SUCCESS => WcStatus::Success,
         wc::LOC_LEN_ERR => WcStatus::LocLenErr,

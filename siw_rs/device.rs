@@ -4,76 +4,42 @@
 //!
 //! C reference: `drivers/infiniband/sw/siw/siw_main.c` and `siw_verbs.c`. Every value here
 //! equals the C siw's, so that `ibv_devinfo` cannot tell the two apart and libsiw works
-//! unmodified; the `#[vtable] impl` below is safe code over the glue in [`crate::ib`].
+//! unmodified. This is the driver's vocabulary (the device type, its data, its limits);
+//! [`crate::verbs`] dispatches the RDMA core's ops to the objects.
 
-use crate::glue::{
-    net::netdev::{
-        self,
-        Event,
-        LinkType,
-        NetDev,
-        ETH_ALEN, //
-    },
-    rdma::{
-        cm::{
-            CmId,
-            ConnParam,
-            QpHandle,
-            RequestCookie, //
-        },
-        device::{
-            self as ibdev,
-            Device,
-            DeviceAttr,
-            DeviceInfo,
-            DeviceRef,
-            DriverId,
-            NodeType,
-            PortAttr,
-            PortImmutable,
-            PortState, //
-        },
-        link::Link,
-        object::{
-            Udata,
-            User, //
-        },
-        umem::KernelMem,
-        verbs::{
-            AccessFlags,
-            Cq,
-            CqNotify,
-            MrKeys,
-            Pd,
-            Qp,
-            QpInit,
-            QpModify,
-            QpQuery,
-            RecvWrs,
-            SendWrs,
-            Srq,
-            SrqAttr,
-            SrqAttrMask,
-            UserMr,
-            Wc, //
-        },
-    },
-    siw_abi::{
-        self,
-        UrespAllocCtx, //
-    },
-};
 use crate::{
-    cq::SiwCq,
+    glue::{
+        net::netdev::{
+            self,
+            Event,
+            LinkType,
+            NetDev,
+            ETH_ALEN, //
+        },
+        rdma::{
+            device::{
+                self as ibdev,
+                Device,
+                DeviceAttr,
+                DeviceInfo,
+                DeviceRef,
+                NodeType,
+                PortAttr,
+                PortState, //
+            },
+            link::Link,
+            object::Udata,
+        },
+        siw_abi::{
+            self,
+            UrespAllocCtx, //
+        },
+    },
     limit::{
         Counted,
         Counts,
         Kind, //
     },
-    mr::SiwMr,
-    pd::SiwPd,
-    qp::SiwQp,
-    srq::SiwSrq,
 };
 use core::sync::atomic::{
     AtomicU32,
@@ -220,31 +186,10 @@ impl netdev::Notifier for Siw {
     }
 }
 
-/// How completions name `qp`.
-fn qp_ids(qp: &Qp<Siw>) -> crate::qp::QpIds {
-    crate::qp::QpIds {
-        qpn: qp.qp_num(),
-        handle: qp.kernel_handle(),
-    }
-}
-
-#[vtable]
-impl ibdev::Driver for Siw {
-    const DRIVER_ID: DriverId = siw_abi::DRIVER_ID;
-    const UVERBS_ABI_VER: u32 = siw_abi::ABI_VERSION;
-
-    type Data = SiwDev;
-    type UContext = SiwUContext;
-    type Pd = SiwPd;
-    type Cq = SiwCq;
-    type Srq = SiwSrq;
-    type Qp = SiwQp;
-    type Mr = SiwMr;
-    type Listener = crate::cm::Ep;
-
-    fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
-        let d = dev.data();
-        Ok(DeviceAttr {
+impl SiwDev {
+    /// The device attributes (`query_device`), the C siw's.
+    pub(crate) fn attr(&self) -> DeviceAttr {
+        DeviceAttr {
             // Revisit atomics if RFC 7306 gets supported.
             device_cap_flags: ibdev::DEVICE_MEM_MGT_EXTENSIONS,
             kernel_cap_flags: ibdev::KERNEL_ALLOW_USER_UNREG,
@@ -268,13 +213,14 @@ impl ibdev::Driver for Siw {
             max_srq_wr: MAX_SRQ_WR,
             page_size_cap: PAGE_SIZE,
             vendor_id: VENDOR_ID,
-            vendor_part_id: d.part_id,
-            sys_image_guid: u64::from_ne_bytes(eui64_of_mac(&d.raw_gid)),
-        })
+            vendor_part_id: self.part_id,
+            sys_image_guid: u64::from_ne_bytes(eui64_of_mac(&self.raw_gid)),
+        }
     }
 
-    fn query_port(dev: &Device<Self>, _port: u32) -> Result<PortAttr> {
-        dev.with_netdev(|nd| PortAttr {
+    /// The attributes of the port on `nd` (`query_port`).
+    pub(crate) fn port_attr(nd: &NetDev) -> PortAttr {
+        PortAttr {
             state: if nd.port_active() {
                 PortState::Active
             } else {
@@ -285,153 +231,26 @@ impl ibdev::Driver for Siw {
             gid_tbl_len: 1,
             port_cap_flags: ibdev::PORT_CM_SUP | ibdev::PORT_DEVICE_MGMT_SUP,
             max_msg_sz: u32::MAX,
-        })
+        }
     }
 
-    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable> {
-        let attr = Self::query_port(dev, port)?;
-        Ok(PortImmutable {
-            gid_tbl_len: attr.gid_tbl_len,
-            core_cap_flags: ibdev::CORE_PORT_IWARP,
-        })
-    }
-
-    fn query_gid(dev: &Device<Self>, _port: u32, _index: i32) -> Result<[u8; 16]> {
-        // subnet_prefix == interface_id == 0 but for the MAC in bytes 0..6, as in the C siw.
+    /// The port's one GID: zero but for the MAC in bytes 0..6, as in the C siw.
+    pub(crate) fn gid(&self) -> [u8; 16] {
         let mut gid = [0u8; 16];
-        gid[..ETH_ALEN].copy_from_slice(&dev.data().raw_gid);
-        Ok(gid)
+        gid[..ETH_ALEN].copy_from_slice(&self.raw_gid);
+        gid
     }
+}
 
-    fn alloc_ucontext(
-        dev: &Device<Self>,
-        udata: &mut Udata,
-    ) -> Result<impl PinInit<SiwUContext, Error>> {
-        let d = dev.data();
-        let count = Counted::new(&d.counts, Kind::Ctx, MAX_CONTEXT)?;
+impl SiwUContext {
+    /// A process opens the device: counted against `MAX_CONTEXT`; the response names the
+    /// device.
+    pub(crate) fn new(dev: &SiwDev, udata: &mut Udata) -> Result<Self> {
+        let count = Counted::new(&dev.counts, Kind::Ctx, MAX_CONTEXT)?;
         udata.respond(&UrespAllocCtx {
-            dev_id: d.part_id,
+            dev_id: dev.part_id,
             pad: 0,
         })?;
-        Ok(Ok::<_, Error>(SiwUContext { _count: count }))
-    }
-
-    fn alloc_pd(dev: &Device<Self>) -> impl PinInit<SiwPd, Error> {
-        SiwPd::new(dev.data())
-    }
-
-    fn create_cq(
-        dev: &Device<Self>,
-        cqe: i32,
-        user: Option<&mut User<'_, Self>>,
-    ) -> Result<(impl PinInit<SiwCq, Error>, i32)> {
-        SiwCq::new(dev.data(), cqe, user)
-    }
-
-    fn create_srq(
-        pd: &Pd<Self>,
-        attr: &SrqAttr,
-        user: Option<&mut User<'_, Self>>,
-    ) -> Result<(impl PinInit<SiwSrq, Error>, SrqAttr)> {
-        let (srq, out) = SiwSrq::new(pd.device::<Self>().data(), attr, user)?;
-        Ok((Ok::<_, Error>(srq), out))
-    }
-
-    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: SrqAttrMask) -> Result {
-        srq.data().modify(attr, mask)
-    }
-
-    fn query_srq(srq: &Srq<Self>) -> Result<SrqAttr> {
-        Ok(srq.data().query())
-    }
-
-    fn create_qp(
-        pd: &Pd<Self>,
-        attr: &QpInit<'_, Self>,
-        user: Option<&mut User<'_, Self>>,
-    ) -> Result<(impl PinInit<SiwQp, Error>, u32)> {
-        let (qp, qpn) = SiwQp::new(pd.device::<Self>().data(), pd.id(), attr, user)?;
-        Ok((Ok::<_, Error>(qp), qpn))
-    }
-
-    fn qp_created(qp: &Qp<Self>) -> Result {
-        qp.data().created(qp_ids(qp), qp.cm_handle())
-    }
-
-    fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result {
-        qp.data().modify(attr)
-    }
-
-    fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {
-        Ok(qp.data().query())
-    }
-
-    fn destroy_qp(qp: &Qp<Self>) {
-        qp.data().destroy();
-    }
-
-    fn post_send(qp: &Qp<Self>, wrs: &mut SendWrs<'_>) -> Result {
-        qp.data().post_send(wrs)
-    }
-
-    fn post_recv(qp: &Qp<Self>, wrs: &mut RecvWrs<'_>) -> Result {
-        qp.data().post_recv(wrs)
-    }
-
-    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut RecvWrs<'_>) -> Result {
-        srq.data().post_recv(wrs)
-    }
-
-    fn reg_user_mr(
-        pd: &Pd<Self>,
-        mr: UserMr,
-        user: Option<&mut User<'_, Self>>,
-    ) -> Result<(SiwMr, MrKeys)> {
-        SiwMr::new(pd.device::<Self>().data(), pd.id(), mr, user)
-    }
-
-    fn get_dma_mr(pd: &Pd<Self>, access: AccessFlags, mem: KernelMem) -> Result<(SiwMr, MrKeys)> {
-        SiwMr::dma(pd.device::<Self>().data(), pd.id(), access, mem)
-    }
-
-    fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize {
-        cq.data().poll(out)
-    }
-
-    fn req_notify_cq(cq: &Cq<Self>, notify: CqNotify) -> bool {
-        cq.data().arm(notify)
-    }
-
-    fn iw_connect(dev: &Device<Self>, id: CmId, p: &ConnParam<'_>) -> Result {
-        crate::cm::connect(dev, id, p)
-    }
-
-    fn iw_accept(dev: &Device<Self>, id: CmId, req: RequestCookie, p: &ConnParam<'_>) -> Result {
-        crate::cm::accept(dev, id, req, p)
-    }
-
-    fn iw_reject(dev: &Device<Self>, req: RequestCookie, private_data: &[u8]) {
-        crate::cm::reject(dev, req, private_data)
-    }
-
-    fn iw_create_listen(dev: &Device<Self>, id: CmId, backlog: i32) -> Result<Arc<crate::cm::Ep>> {
-        crate::cm::listen(dev, id, backlog)
-    }
-
-    fn iw_destroy_listen(ep: Arc<crate::cm::Ep>) {
-        crate::cm::destroy_listen(ep)
-    }
-
-    fn iw_get_qp(dev: &Device<Self>, qpn: u32) -> Option<QpHandle> {
-        // Called under the connection manager's spinlock: no sleeping locks here.
-        dev.data().tables.cm_handle(qpn)
-    }
-
-    fn iw_add_ref(qp: &Qp<Self>) {
-        qp.data().core.cm_get();
-    }
-
-    fn iw_rem_ref(qp: &Qp<Self>) {
-        qp.data().core.cm_put();
+        Ok(Self { _count: count })
     }
 }

@@ -16,6 +16,7 @@
 
 mod bindings;
 pub(crate) mod iov;
+pub(crate) mod layout;
 pub(crate) mod net;
 pub(crate) mod rdma;
 pub(crate) mod siw_abi;

@@ -176,30 +176,30 @@ impl QpState {
 /// The part of a QP the connection and its work share.
 #[pin_data]
 pub(crate) struct QpCore {
-    pub(crate) qpn: u32,
+    qpn: u32,
     /// The PD (identity), which every memory access must match.
-    pub(crate) pd: usize,
+    pd: usize,
     /// The send queue.
-    pub(crate) sq: Ring,
+    sq: Ring,
     /// The receive queue (none with an SRQ or `max_recv_wr == 0`).
-    pub(crate) rq: Option<Ring>,
-    pub(crate) sq_max_sges: u32,
-    pub(crate) rq_max_sges: u32,
+    rq: Option<Ring>,
+    sq_max_sges: u32,
+    rq_max_sges: u32,
     /// The SRQ receives come from, when the QP has one.
-    pub(crate) srq: Option<Arc<SrqShared>>,
-    pub(crate) sig_all: bool,
-    pub(crate) kernel: bool,
+    srq: Option<Arc<SrqShared>>,
+    sig_all: bool,
+    kernel: bool,
     /// The device's lookup tables (memory regions).
-    pub(crate) tables: Arc<Tables>,
+    tables: Arc<Tables>,
     #[pin]
-    pub(crate) st: Mutex<QpState>,
+    st: Mutex<QpState>,
     /// References of the connection manager (`iw_add_ref`), plus one of the QP itself.
     cm_refs: AtomicU32,
     /// Completed when `cm_refs` reaches zero.
     #[pin]
     released: Done,
     /// The `ib_qp`, for the connection manager (`iw_get_qp` runs under its spinlock).
-    pub(crate) cm_handle: SetOnce<QpHandle>,
+    cm_handle: SetOnce<QpHandle>,
     /// The producer indices of a kernel QP's queues. Kernel consumers post from any context
     /// (completion handlers run in softirq), so posting never takes the state mutex.
     #[pin]
@@ -303,6 +303,58 @@ fn qp_state_of(s: VerbsState) -> VerbsQpState {
         VerbsState::Sqd => VerbsQpState::Sqd,
         VerbsState::Sqe => VerbsQpState::Sqe,
         VerbsState::Err => VerbsQpState::Err,
+    }
+}
+
+impl QpCore {
+    /// The PD (identity), which every memory access must match.
+    pub(crate) fn pd(&self) -> usize {
+        self.pd
+    }
+
+    /// The send queue.
+    pub(crate) fn sq(&self) -> &Ring {
+        &self.sq
+    }
+
+    /// The receive queue (none with an SRQ or `max_recv_wr == 0`).
+    pub(crate) fn rq(&self) -> Option<&Ring> {
+        self.rq.as_ref()
+    }
+
+    /// SGEs per send queue element.
+    pub(crate) fn sq_max_sges(&self) -> u32 {
+        self.sq_max_sges
+    }
+
+    /// SGEs per receive queue element.
+    pub(crate) fn rq_max_sges(&self) -> u32 {
+        self.rq_max_sges
+    }
+
+    /// The SRQ receives come from, when the QP has one.
+    pub(crate) fn srq(&self) -> Option<&Arc<SrqShared>> {
+        self.srq.as_ref()
+    }
+
+    /// Every send completes signalled (`IB_SIGNAL_ALL_WR`).
+    pub(crate) fn sig_all(&self) -> bool {
+        self.sig_all
+    }
+
+    /// The device's lookup tables.
+    pub(crate) fn tables(&self) -> &Arc<Tables> {
+        &self.tables
+    }
+
+    /// Locks the QP's state.
+    pub(crate) fn lock(&self) -> kernel::sync::MutexGuard<'_, QpState> {
+        self.st.lock()
+    }
+
+    /// The `ib_qp`, once the core has set the QP up.
+    pub(crate) fn cm_handle(&self) -> Option<&QpHandle> {
+        self.cm_handle.as_ref()
     }
 }
 

@@ -25,7 +25,7 @@ use crate::{
         rx::{Event, Receiver, RxConfig},
     },
     qp::{LinkParams, QpCore, QpState},
-    queue::{Rqe, Sge, WQE_FLAGS},
+    queue::{Rqe, Sges, WQE_FLAGS},
     tx::read_done,
 };
 use core::sync::atomic::Ordering;
@@ -34,7 +34,7 @@ use kernel::{prelude::*, sync::Arc};
 /// The receive buffer a Send is placed into.
 struct RxSend {
     id: u64,
-    sges: [Sge; 6],
+    sges: Sges,
     nsge: usize,
     /// The first error found while placing (the receive completes with it).
     status: Option<u16>,
@@ -174,11 +174,11 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
                 return Ok(());
             }
             let mr = qp
-                .tables
+                .tables()
                 .mr(t.stag)
                 .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
             let off = mr
-                .check(qp.pd, t.to, len, REMOTE_WRITE)
+                .check(qp.pd(), t.to, len, REMOTE_WRITE)
                 .map_err(|e| RxStop::Term(tagged_err(e)))?;
             link.rx.tagged = Some((mr, off));
             Ok(())
@@ -208,11 +208,11 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
                 return Ok(());
             }
             let mr = qp
-                .tables
+                .tables()
                 .mr(t.stag)
                 .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
             let off = mr
-                .check(qp.pd, t.to, len, LOCAL_WRITE)
+                .check(qp.pd(), t.to, len, LOCAL_WRITE)
                 .map_err(|e| RxStop::Term(tagged_err(e)))?;
             link.rx.tagged = Some((mr, off));
             Ok(())
@@ -264,12 +264,12 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxSt
         let n = ((sge.length - skip) as usize).min(data.len());
         let (now, rest) = data.split_at(n);
         let placed = qp
-            .tables
+            .tables()
             .mr(sge.lkey)
             .ok_or(AccessError::InvalidStag)
             .and_then(|mr| {
                 let addr = sge.laddr.saturating_add(u64::from(skip));
-                let off = mr.check(qp.pd, addr, n as u32, LOCAL_WRITE)?;
+                let off = mr.check(qp.pd(), addr, n as u32, LOCAL_WRITE)?;
                 mr.pages.write(off, now).map_err(|_| AccessError::Bounds)
             });
         if placed.is_err() {
@@ -340,10 +340,10 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             // (RFC 5040 section 5.2.1).
             if rr.size != 0 {
                 let mr = qp
-                    .tables
+                    .tables()
                     .mr(rr.src_stag)
                     .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
-                mr.check(qp.pd, rr.src_to, rr.size, REMOTE_READ)
+                mr.check(qp.pd(), rr.src_to, rr.size, REMOTE_READ)
                     .map_err(|e| RxStop::Term(read_err(e)))?;
             }
             let ird = usize::from(link.params.ird);
@@ -364,15 +364,15 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
 /// Takes the next posted receive (`siw_rqe_get()`), from the QP's RQ or its SRQ: the slot
 /// must be exactly VALID.
 fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
-    match qp.rq.as_ref() {
+    match qp.rq().as_ref() {
         Some(rq) => take_from(
             &rq.mem,
             rq.offset(st.rq_get, RQE_SIZE),
-            qp.rq_max_sges,
+            qp.rq_max_sges(),
             &mut st.rq_get,
         ),
         None => {
-            let srq = qp.srq.as_ref()?;
+            let srq = qp.srq()?;
             let mut get = srq.get.lock();
             let at = *get;
             let r = take_from(&srq.mem, srq.offset(at), srq.max_sge, &mut get)?;

@@ -25,6 +25,10 @@ mod cq;
 mod device;
 #[allow(unsafe_code)]
 mod glue;
+/// KUnit tests; their only `unsafe` is what `#[kunit_tests]` generates to register them.
+#[cfg(CONFIG_KUNIT)]
+#[allow(unsafe_code)]
+mod kunit;
 #[forbid(unsafe_code)]
 mod limit;
 #[forbid(unsafe_code)]
@@ -47,6 +51,8 @@ mod srq;
 mod table;
 #[forbid(unsafe_code)]
 mod tx;
+#[forbid(unsafe_code)]
+mod verbs;
 
 module! {
     type: SiwRs,
@@ -88,15 +94,16 @@ struct SiwRs {
     devices: glue::rdma::device::Registry,
     /// The connections' workqueue; destroyed after the devices, waiting for their work.
     wq: glue::workqueue::Guard,
+    /// The bindings agree with the C layouts (checked first: nothing else may run before).
+    layout: glue::layout::Checked,
 }
 
 impl kernel::InPlaceModule for SiwRs {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
-        let devices = glue::rdma::device::Registry::init();
-        let wq = glue::workqueue::Guard::new();
         try_pin_init!(Self {
-            wq: wq?,
-            devices,
+            layout: glue::layout::check()?,
+            wq: glue::workqueue::Guard::new(c"siw_rs_wq")?,
+            devices: glue::rdma::device::Registry::init(),
             notifier <- glue::net::netdev::NotifierRegistration::new(),
             link <- glue::rdma::link::Registration::new(),
         })

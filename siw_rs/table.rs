@@ -98,7 +98,7 @@ impl Tables {
         self.qps
             .lock()
             .get(&qpn)
-            .and_then(|q| q.cm_handle.as_ref().copied())
+            .and_then(|q| q.cm_handle().copied())
     }
 
     /// Records a connection request reported to the connection manager.

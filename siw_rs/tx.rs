@@ -378,9 +378,9 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
             // A zero-length Read names no memory (RFC 5040 section 5.2.1).
             if rr.size != 0 {
-                let mr = qp.tables.mr(rr.src_stag).ok_or(TxStop::Failed)?;
+                let mr = qp.tables().mr(rr.src_stag).ok_or(TxStop::Failed)?;
                 let off = mr
-                    .check(qp.pd, rr.src_to, rr.size, LOCAL_READ)
+                    .check(qp.pd(), rr.src_to, rr.size, LOCAL_READ)
                     .map_err(|_| TxStop::Failed)?;
                 parts[0] = Some((mr, off, rr.size));
             }
@@ -409,8 +409,8 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             continue;
         }
         // The next send queue element, if the user posted one.
-        let off = qp.sq.offset(st.sq_get, SQE_SIZE);
-        let Some(flags) = qp.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
+        let off = qp.sq().offset(st.sq_get, SQE_SIZE);
+        let Some(flags) = qp.sq().mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
             return Ok(Ran::Idle);
         };
         if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
@@ -422,7 +422,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             return Ok(Ran::Yield);
         }
         burst = burst.saturating_add(1);
-        let sqe: Sqe = qp.sq.mem.read(off).ok_or(TxStop::Failed)?;
+        let sqe: Sqe = qp.sq().mem.read(off).ok_or(TxStop::Failed)?;
         let Some(link) = st.link.as_mut() else {
             return Ok(Ran::Idle);
         };
@@ -437,7 +437,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             return Ok(Ran::Idle);
         }
         let inline = if sqe.flags & wqe::INLINE != 0 {
-            qp.sq
+            qp.sq()
                 .mem
                 .read::<[u8; MAX_INLINE]>(off.saturating_add(SQE_INLINE))
         } else {
@@ -446,7 +446,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         // The slot is the user's again once we hold a copy (the C siw releases at activation).
         flags.store(0, Ordering::Release);
         st.sq_get = st.sq_get.wrapping_add(1);
-        let signalled = sqe.flags & wqe::SIGNALLED != 0 || qp.sig_all;
+        let signalled = sqe.flags & wqe::SIGNALLED != 0 || qp.sig_all();
         match activate(qp, st, &sqe, inline, mul, signalled) {
             Ok(()) => {}
             Err(status) => {
@@ -540,7 +540,7 @@ fn activate(
     signalled: bool,
 ) -> Result<(), u16> {
     let nsge = usize::from(sqe.num_sge);
-    if nsge > qp.sq_max_sges as usize || nsge > sqe.sge.len() {
+    if nsge > qp.sq_max_sges() as usize || nsge > sqe.sge.len() {
         return Err(wc::LOC_QP_OP_ERR);
     }
     // Only these operations may come from a user's send queue (O1: nothing kernel-only).
@@ -567,8 +567,8 @@ fn activate(
         }
         let sink = sqe.sge[0];
         // The sink must be writable memory of this PD (checked again per response).
-        let mr = qp.tables.mr(sink.lkey).ok_or(wc::LOC_PROT_ERR)?;
-        mr.check(qp.pd, sink.laddr, sink.length, LOCAL_WRITE)
+        let mr = qp.tables().mr(sink.lkey).ok_or(wc::LOC_PROT_ERR)?;
+        mr.check(qp.pd(), sink.laddr, sink.length, LOCAL_WRITE)
             .map_err(|_| wc::LOC_PROT_ERR)?;
         let rr = ReadRequest {
             sink_stag: sink.lkey,
@@ -630,9 +630,9 @@ fn activate(
             if s.length == 0 {
                 continue;
             }
-            let mr = qp.tables.mr(s.lkey).ok_or(wc::LOC_PROT_ERR)?;
+            let mr = qp.tables().mr(s.lkey).ok_or(wc::LOC_PROT_ERR)?;
             let off = mr
-                .check(qp.pd, s.laddr, s.length, LOCAL_READ)
+                .check(qp.pd(), s.laddr, s.length, LOCAL_READ)
                 .map_err(|_| wc::LOC_PROT_ERR)?;
             total = total.checked_add(s.length).ok_or(wc::LOC_LEN_ERR)?;
             if let Some(p) = parts.get_mut(i) {

@@ -40,4 +40,10 @@ type __kernel_ptrdiff_t = isize;
 // whenever `Storage` is (the same impl as the kernel's own bindings crate).
 unsafe impl<Storage> Zeroable for __BindgenBitfieldUnit<Storage> where Storage: Zeroable {}
 
+// SAFETY: `__BindgenUnionField<T>` is a zero-sized marker (`PhantomData<T>`): nothing to be
+// invalid.
+unsafe impl<T> Zeroable for __BindgenUnionField<T> {}
+// SAFETY: `__BindgenOpaqueArray8<T>` is a newtype around `T`, zeroable whenever `T` is.
+unsafe impl<T> Zeroable for __BindgenOpaqueArray8<T> where T: Zeroable {}
+
 include!("bindings_generated.rs");

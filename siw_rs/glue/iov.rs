@@ -75,6 +75,18 @@ impl<'a> IoVec<'a> {
         self.len
     }
 
+    /// The piece without its first `n` bytes (all of them if `n` is larger).
+    pub(crate) fn skip(&self, n: usize) -> Self {
+        let n = n.min(self.len);
+        // INVARIANT: A suffix of a readable range is readable; it stays in the same page.
+        Self {
+            ptr: self.ptr.wrapping_add(n),
+            len: self.len - n,
+            page: self.page,
+            _p: PhantomData,
+        }
+    }
+
     /// The first byte.
     pub(in crate::glue) fn ptr(&self) -> *const u8 {
         self.ptr

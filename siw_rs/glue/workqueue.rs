@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! siw_rs's own workqueue, which runs the connections' work (MPA, receive, transmit).
-//! Destroying it at module exit waits for every work item, so no work outlives the code.
+//! The module's own workqueue (unbound, usable for memory reclaim), which runs its
+//! connections' work. Destroying it at module exit waits for every work item, so no work
+//! outlives the code.
 
 use super::bindings;
 use core::sync::atomic::{
@@ -26,10 +27,10 @@ pub(crate) fn timer_done() {
     TIMERS.fetch_sub(1, Ordering::AcqRel);
 }
 
-/// Allocates the workqueue (module init).
-fn init() -> Result {
-    // SAFETY: Plain allocation.
-    let wq = unsafe { bindings::siw_rs_wq_alloc() };
+/// Allocates the workqueue `name` (module init).
+fn init(name: &'static CStr) -> Result {
+    // SAFETY: Plain allocation; the name is copied.
+    let wq = unsafe { bindings::siw_rs_wq_alloc(name.as_char_ptr()) };
     if wq.is_null() {
         return Err(ENOMEM);
     }
@@ -61,9 +62,9 @@ pub(crate) fn queue() -> Option<&'static Queue> {
 pub(crate) struct Guard(());
 
 impl Guard {
-    /// Allocates the workqueue.
-    pub(crate) fn new() -> Result<Self> {
-        init()?;
+    /// Allocates the workqueue, called `name`.
+    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+        init(name)?;
         Ok(Self(()))
     }
 }

@@ -33,7 +33,7 @@ pub(crate) fn random_mac() -> [u8; ETH_ALEN] {
 #[repr(transparent)]
 pub(crate) struct NetDev(Opaque<bindings::net_device>);
 
-/// The link-layer types (`ARPHRD_*`) siw_rs distinguishes.
+/// The link-layer types (`ARPHRD_*`) a driver tells apart.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum LinkType {
     /// Ethernet (`ARPHRD_ETHER`), veth included.
@@ -122,6 +122,13 @@ impl NetDev {
         u32::try_from(state) == Ok(bindings::ib_port_state_IB_PORT_ACTIVE)
     }
 
+    /// The interface index.
+    pub(crate) fn ifindex(&self) -> i32 {
+        // SAFETY: By the type invariant the device is alive; `ifindex` is set at registration
+        // and not changed while the device is registered in its namespace.
+        unsafe { bindings::siw_rs_netdev_ifindex(self.as_ptr()) }
+    }
+
     /// The interface name (`IFNAMSIZ` bytes, NUL-padded).
     pub(crate) fn name_bytes(&self) -> [u8; 16] {
         let mut out = [0u8; 16];
@@ -135,7 +142,7 @@ impl NetDev {
     }
 }
 
-/// Netdev notifier events siw_rs acts on.
+/// The netdev notifier events reported to drivers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Event {
     /// The device is being unregistered.

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Kernel TCP sockets for iWARP connections, and the takeover of their callbacks.
+//! Kernel TCP sockets, and the takeover of their callbacks by a Rust owner.
 //!
 //! C headers: [`include/linux/net.h`](srctree/include/linux/net.h),
-//! [`include/net/sock.h`](srctree/include/net/sock.h). The socket calls themselves are in
-//! `siw_rs/helpers.c` (socket creation, bind, listen, connect, `tcp_read_sock`).
+//! [`include/net/sock.h`](srctree/include/net/sock.h),
+//! [`include/net/tcp.h`](srctree/include/net/tcp.h).
 //!
 //! A socket's `sk_data_ready`, `sk_write_space` and `sk_state_change` callbacks are
-//! replaced by ones that call [`SockEvents::sock_event`] on the owner, then the original
-//! callback. The owner stays alive while its callbacks are installed: [`Socket::attach`]
-//! keeps one reference, [`Socket::detach`] gives it back.
+//! replaced by ones that call the original callback, then [`SockEvents::sock_event`] on the
+//! owner. The owner stays alive while its callbacks are installed: [`Socket::attach`] keeps
+//! one reference, [`Socket::detach`] gives it back.
 
-use crate::glue::bindings;
-use crate::glue::iov::IoVec;
+use super::netdev::NetDev;
+use crate::glue::{
+    bindings,
+    iov::IoVec, //
+};
 use core::{
     ffi::c_void,
+    mem::size_of,
     ptr::NonNull,
     sync::atomic::{
         AtomicBool,
@@ -34,11 +38,98 @@ use kernel::{
     },
 };
 
+/// An address family of TCP.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Family {
+    /// IPv4 (`AF_INET`).
+    Inet,
+    /// IPv6 (`AF_INET6`).
+    Inet6,
+}
+
+impl Family {
+    fn raw(self) -> u32 {
+        match self {
+            Self::Inet => bindings::AF_INET,
+            Self::Inet6 => bindings::AF_INET6,
+        }
+    }
+}
+
+/// An IPv4 or IPv6 socket address (a `struct sockaddr_storage` holding a `sockaddr_in` or
+/// `sockaddr_in6`), or an empty one (family 0).
+#[derive(Clone, Copy)]
+pub(crate) struct SockAddr(bindings::__kernel_sockaddr_storage);
+
+impl SockAddr {
+    /// The address in `raw`.
+    pub(in crate::glue) fn from_raw(raw: bindings::__kernel_sockaddr_storage) -> Self {
+        Self(raw)
+    }
+
+    /// The C value.
+    pub(in crate::glue) fn raw(&self) -> bindings::__kernel_sockaddr_storage {
+        self.0
+    }
+
+    /// No address (family 0).
+    pub(crate) fn none() -> Self {
+        Self(pin_init::zeroed())
+    }
+
+    /// The address family, if IPv4 or IPv6.
+    pub(crate) fn family(&self) -> Option<Family> {
+        // SAFETY: Every variant of the union starts with the family; any bits are a `u16`.
+        let f = u32::from(unsafe { self.0.__bindgen_anon_1.__bindgen_anon_1.ss_family });
+        match f {
+            bindings::AF_INET => Some(Family::Inet),
+            bindings::AF_INET6 => Some(Family::Inet6),
+            _ => None,
+        }
+    }
+
+    /// Whether the address is a wildcard: `0.0.0.0/8` (`ipv4_is_zeronet`) or `::`
+    /// (`ipv6_addr_any`).
+    pub(crate) fn is_any(&self) -> bool {
+        let p = core::ptr::from_ref(&self.0);
+        match self.family() {
+            Some(Family::Inet) => {
+                // SAFETY: A `sockaddr_storage` is large and aligned enough for a
+                // `sockaddr_in`, and any bits are valid for it.
+                let a = unsafe { &*p.cast::<bindings::sockaddr_in>() };
+                a.sin_addr.s_addr.to_ne_bytes()[0] == 0
+            }
+            Some(Family::Inet6) => {
+                // SAFETY: As above, for a `sockaddr_in6`; any bits are valid `u8`s.
+                let a = unsafe { &*p.cast::<bindings::sockaddr_in6>() };
+                // SAFETY: The union's byte view covers the whole address.
+                unsafe { a.sin6_addr.in6_u.u6_addr8 }
+                    .iter()
+                    .all(|b| *b == 0)
+            }
+            None => false,
+        }
+    }
+
+    /// The length of the address proper, for `bind` and `connect`.
+    fn len(&self) -> c_int {
+        let n = match self.family() {
+            Some(Family::Inet6) => size_of::<bindings::sockaddr_in6>(),
+            _ => size_of::<bindings::sockaddr_in>(),
+        };
+        c_int::try_from(n).unwrap_or(c_int::MAX)
+    }
+
+    fn as_ptr(&self) -> *mut bindings::sockaddr_unsized {
+        core::ptr::from_ref(&self.0).cast_mut().cast()
+    }
+}
+
 /// An owned kernel socket (`struct socket`), released on drop.
 ///
 /// # Invariants
 ///
-/// A live socket this value owns.
+/// A live socket this value owns, with its `struct sock` (`sk`).
 pub(crate) struct Socket(NonNull<bindings::socket>);
 
 // SAFETY: Socket calls take the socket's own locks; the value may move between threads.
@@ -49,13 +140,24 @@ unsafe impl Sync for Socket {}
 /// Most pieces one `send` call hands to TCP.
 pub(crate) const MAX_IOV: usize = 16;
 
+/// What a socket callback reports.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum SockEvent {
+    /// Data arrived (`sk_data_ready`).
+    Data,
+    /// Send buffer space became free (`sk_write_space`).
+    WriteSpace,
+    /// The connection state changed (`sk_state_change`).
+    StateChange,
+}
+
 impl Socket {
     /// Takes ownership of `raw`.
     ///
     /// # Safety
     ///
     /// `raw` is a live socket nothing else releases.
-    pub(super) unsafe fn from_raw(raw: *mut bindings::socket) -> Result<Self> {
+    unsafe fn from_raw(raw: *mut bindings::socket) -> Result<Self> {
         // INVARIANT: By the caller's guarantee.
         NonNull::new(raw).map(Self).ok_or(EINVAL)
     }
@@ -64,20 +166,142 @@ impl Socket {
         self.0.as_ptr()
     }
 
-    /// Accepts a pending connection without blocking (`EAGAIN` when there is none).
+    fn sk(&self) -> *mut bindings::sock {
+        // SAFETY: A live socket has its `sk` for its whole life (invariant).
+        unsafe { (*self.as_ptr()).sk }
+    }
+
+    /// A new TCP socket of `family` for kernel use, with the lock classes of RDMA sockets
+    /// and `SO_REUSEADDR`; for IPv6 with `v6only`, it does not take IPv4 connections.
+    pub(crate) fn new_tcp(family: Family, v6only: bool) -> Result<Self> {
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: `raw` is a valid out pointer; the call creates a socket or fails.
+        to_result(unsafe {
+            bindings::sock_create(
+                family.raw() as c_int,
+                bindings::sock_type_SOCK_STREAM as c_int,
+                bindings::IPPROTO_TCP as c_int,
+                &mut raw,
+            )
+        })?;
+        // SAFETY: A new socket, ours; dropping `s` releases it on the error paths below.
+        let s = unsafe { Self::from_raw(raw) }?;
+        // SAFETY: A new socket, not yet bound or in use by anyone else.
+        unsafe {
+            bindings::siw_rs_sock_set_rdma_lock_class(s.as_ptr());
+            bindings::sock_set_reuseaddr(s.sk());
+        }
+        if family == Family::Inet6 && v6only {
+            // SAFETY: A new IPv6 socket.
+            to_result(unsafe { bindings::siw_rs_ip6_sock_set_v6only(s.sk()) })?;
+        }
+        Ok(s)
+    }
+
+    /// Binds the socket to `addr`.
+    pub(crate) fn bind(&self, addr: &SockAddr) -> Result {
+        // SAFETY: A live socket; `addr` is readable for its length.
+        to_result(unsafe { bindings::kernel_bind(self.as_ptr(), addr.as_ptr(), addr.len()) })
+    }
+
+    /// Restricts the socket to the interface `ifindex` (`SO_BINDTODEVICE`), before `bind`.
+    pub(crate) fn bind_to_ifindex(&self, ifindex: i32) {
+        // SAFETY: A live socket not yet bound: nothing reads the field concurrently.
+        unsafe { bindings::siw_rs_sk_set_bound_dev_if(self.sk(), ifindex) };
+    }
+
+    /// Whether the socket lives in the network namespace of `netdev`.
+    pub(crate) fn in_netns_of(&self, netdev: &NetDev) -> bool {
+        // SAFETY: A live socket and a live netdev; both only read their namespace.
+        unsafe {
+            core::ptr::eq(
+                bindings::siw_rs_sock_net(self.sk()),
+                bindings::siw_rs_dev_net(netdev.as_ptr()),
+            )
+        }
+    }
+
+    /// Listens, with a queue of `backlog` connections.
+    pub(crate) fn listen(&self, backlog: i32) -> Result {
+        // SAFETY: A live, bound socket.
+        to_result(unsafe { bindings::kernel_listen(self.as_ptr(), backlog) })
+    }
+
+    /// Connects to `addr`, blocking until the handshake ends, and disables Nagle.
+    pub(crate) fn connect(&self, addr: &SockAddr) -> Result {
+        // SAFETY: A live socket; `addr` is readable for its length.
+        to_result(unsafe {
+            bindings::kernel_connect(self.as_ptr(), addr.as_ptr(), addr.len(), 0)
+        })?;
+        // SAFETY: A live, connected TCP socket.
+        unsafe { bindings::tcp_sock_set_nodelay(self.sk()) };
+        Ok(())
+    }
+
+    /// The local and the peer address (`None` for one the socket cannot tell).
+    pub(crate) fn addrs(&self) -> (SockAddr, SockAddr) {
+        let (mut local, mut peer) = (SockAddr::none(), SockAddr::none());
+        // SAFETY: A live socket; each call writes at most a `sockaddr_storage`, and leaves it
+        // as it was on failure (all zeroes, no address).
+        unsafe {
+            bindings::kernel_getsockname(self.as_ptr(), core::ptr::from_mut(&mut local.0).cast());
+            bindings::kernel_getpeername(self.as_ptr(), core::ptr::from_mut(&mut peer.0).cast());
+        }
+        (local, peer)
+    }
+
+    /// Accepts a pending connection without blocking (`EAGAIN` when there is none). The new
+    /// socket has no owner, TCP's own callbacks, and Nagle off.
     pub(crate) fn accept(&self) -> Result<Socket> {
-        let mut s = core::ptr::null_mut();
-        // SAFETY: A live listening socket; `s` is a valid out pointer.
-        to_result(unsafe { bindings::siw_rs_sock_accept(self.as_ptr(), &mut s) })?;
-        // SAFETY: `kernel_accept` succeeded: `s` is a new socket we own.
-        unsafe { Self::from_raw(s) }
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: A live listening socket; `raw` is a valid out pointer.
+        to_result(unsafe {
+            bindings::kernel_accept(self.as_ptr(), &mut raw, bindings::O_NONBLOCK as c_int)
+        })?;
+        // SAFETY: `kernel_accept` succeeded: `raw` is a new socket we own.
+        let new = unsafe { Self::from_raw(raw) }?;
+        let (lsk, nsk) = (self.sk(), new.sk());
+        // The new socket is a clone of the listener, our callbacks and `sk_user_data`
+        // included. Give it the listener's original callbacks and no owner, until an
+        // `attach` makes it a connection's.
+        // SAFETY: Both socks are live; `sk_user_data` of the listener is null or its
+        // owner's `RawCtx` while the callback lock is held (`attach`/`detach` change it under
+        // the write lock).
+        let saved = unsafe {
+            let lock = bindings::siw_rs_sk_callback_lock(lsk);
+            bindings::siw_rs_read_lock_bh(lock);
+            let ctx = bindings::siw_rs_sk_user_data(lsk).cast::<RawCtx>();
+            let saved = if ctx.is_null() {
+                None
+            } else {
+                Some((*ctx).saved)
+            };
+            bindings::siw_rs_read_unlock_bh(lock);
+            saved
+        };
+        // SAFETY: `nsk` is live and not yet visible to anyone but TCP, whose callbacks take
+        // the read side of the lock we take for writing.
+        unsafe {
+            let lock = bindings::siw_rs_sk_callback_lock(nsk);
+            bindings::siw_rs_write_lock_bh(lock);
+            if let Some(saved) = saved {
+                if Callbacks::of(nsk).is_ours() {
+                    saved.install(nsk);
+                }
+            }
+            bindings::siw_rs_sk_set_user_data(nsk, core::ptr::null_mut());
+            bindings::siw_rs_write_unlock_bh(lock);
+            bindings::tcp_sock_set_nodelay(nsk);
+        }
+        Ok(new)
     }
 
     /// Sends `iov` minus its first `skip` bytes; returns how many bytes TCP took. Without
     /// `block`, a full send buffer gives `EAGAIN` (or a short count); `more` says more data
-    /// follows at once (`MSG_MORE`). Pieces made with [`IoVec::from_page`] are spliced:
-    /// TCP keeps references to their pages, and may send the pages' contents as they are
-    /// when it (re)transmits.
+    /// follows at once (`MSG_MORE`). Pieces made with [`IoVec::from_page`] are spliced
+    /// (`MSG_SPLICE_PAGES`): TCP keeps references to their pages instead of copying, and
+    /// may send the pages' contents as they are when it (re)transmits. Runs of spliced and
+    /// copied pieces go to TCP in turn, all under one socket lock.
     pub(crate) fn send(
         &self,
         iov: &[IoVec<'_>],
@@ -85,9 +309,9 @@ impl Socket {
         block: bool,
         more: bool,
     ) -> Result<usize> {
-        let mut pc: [bindings::siw_rs_piece; MAX_IOV] = pin_init::zeroed();
+        // The pieces after `skip`, each with whether TCP may splice it.
+        let mut pc = [(IoVec::new(&[]), false); MAX_IOV];
         let mut n = 0usize;
-        let mut total = 0usize;
         let mut skip = skip;
         for v in iov {
             if skip >= v.len() {
@@ -95,23 +319,100 @@ impl Socket {
                 continue;
             }
             let slot = pc.get_mut(n).ok_or(EINVAL)?;
-            // `skip < v.len()`, so the pointer stays inside the piece (and its page).
-            slot.base = v.ptr().wrapping_add(skip).cast();
-            slot.page = v.page();
-            slot.len = v.len() - skip;
-            total = total.checked_add(slot.len).ok_or(EINVAL)?;
+            let v = v.skip(skip);
+            // SAFETY: `IoVec`'s invariant: a non-null page is one TCP may be handed.
+            let splice = !v.page().is_null() && unsafe { bindings::siw_rs_sendpage_ok(v.page()) };
+            *slot = (v, splice);
             skip = 0;
             n += 1;
         }
-        if total == 0 {
+        let pc = pc.get(..n).unwrap_or(&[]);
+        if pc.iter().all(|(v, _)| v.len() == 0) {
             return Ok(0);
         }
-        // SAFETY: A live socket; the first `n` pieces name readable memory, and their pages
-        // are fit for splicing (`IoVec`'s invariant); TCP only reads them, and takes its
-        // own references to the pages it keeps.
-        let r = unsafe { bindings::siw_rs_sock_send(self.as_ptr(), pc.as_ptr(), n, block, more) };
-        to_result(r)?;
-        usize::try_from(r).map_err(|_| EINVAL)
+        let base = if block { 0 } else { bindings::MSG_DONTWAIT };
+        let sk = self.sk();
+        // SAFETY: A live socket; released below.
+        unsafe { bindings::siw_rs_lock_sock(sk) };
+        let mut done = 0usize;
+        let mut rv: c_int = 0;
+        let mut i = 0usize;
+        while let Some(&(_, splice)) = pc.get(i) {
+            let run = pc
+                .get(i..)
+                .unwrap_or(&[])
+                .iter()
+                .take_while(|(_, s)| *s == splice)
+                .count();
+            let pieces = pc.get(i..i + run).unwrap_or(&[]);
+            let j = i + run;
+            let mut bv: [bindings::bio_vec; MAX_IOV] = pin_init::zeroed();
+            let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
+            let mut len = 0usize;
+            for (k, (v, _)) in pieces.iter().enumerate() {
+                if splice {
+                    if let Some(b) = bv.get_mut(k) {
+                        b.bv_page = v.page();
+                        b.bv_len = v.len() as u32;
+                        b.bv_offset = (v.ptr() as usize % kernel::page::PAGE_SIZE) as u32;
+                    }
+                } else if let Some(b) = kv.get_mut(k) {
+                    b.iov_base = v.ptr().cast_mut().cast();
+                    b.iov_len = v.len();
+                }
+                len += v.len();
+            }
+            let mut msg: bindings::msghdr = pin_init::zeroed();
+            let end = if j < pc.len() || more {
+                bindings::MSG_MORE
+            } else {
+                bindings::MSG_EOR
+            };
+            msg.msg_flags = base | end;
+            // SAFETY: The first `run` entries of `bv`/`kv` describe readable memory (and
+            // pages fit for splicing), which outlives the call (`IoVec`'s invariant); the
+            // iterator only borrows the arrays, which outlive `msg`.
+            unsafe {
+                if splice {
+                    bindings::iov_iter_bvec(
+                        &mut msg.msg_iter,
+                        bindings::ITER_SOURCE,
+                        bv.as_ptr(),
+                        run as c_ulong,
+                        len,
+                    );
+                    msg.msg_flags |= bindings::MSG_SPLICE_PAGES;
+                } else {
+                    bindings::iov_iter_kvec(
+                        &mut msg.msg_iter,
+                        bindings::ITER_SOURCE,
+                        kv.as_ptr(),
+                        run as c_ulong,
+                        len,
+                    );
+                }
+            }
+            // SAFETY: The socket lock is held; `msg` is set up above.
+            rv = unsafe { bindings::tcp_sendmsg_locked(sk, &mut msg, len) };
+            let Ok(sent) = usize::try_from(rv) else {
+                break;
+            };
+            if sent == 0 {
+                break;
+            }
+            done += sent;
+            if sent < len {
+                break;
+            }
+            i = j;
+        }
+        // SAFETY: Taken above.
+        unsafe { bindings::release_sock(sk) };
+        if done > 0 {
+            return Ok(done);
+        }
+        to_result(rv)?;
+        Ok(0)
     }
 
     /// Reads what the socket holds, passing each piece to `f`, which returns how much of it
@@ -121,22 +422,19 @@ impl Socket {
     /// `f` runs in atomic context (`skb_seq_read()` maps paged data with `kmap_atomic()`):
     /// it may take spinlocks, never a mutex, and must not sleep.
     pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
-        /// # Safety
-        ///
-        /// `ctx` is the pointer to `f` passed below; `p` points to `len` readable bytes.
-        unsafe extern "C" fn feed(ctx: *mut c_void, p: *const u8, len: usize) -> usize {
-            // SAFETY: `ctx` is the `&mut &mut dyn FnMut` below, live for the whole read.
-            let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
-            // SAFETY: `tcp_read_sock`'s actor hands us `len` readable bytes of an skb, which
-            // stays queued and unchanged while we look at it.
-            let s = unsafe { core::slice::from_raw_parts(p, len) };
-            f(s).min(len)
-        }
         let mut f = f;
-        // SAFETY: A live socket; `feed` gets back the pointer to `f`, which outlives the call.
-        let r =
-            unsafe { bindings::siw_rs_sock_read(self.as_ptr(), (&raw mut f).cast(), Some(feed)) };
-        let r = i32::try_from(r).map_err(|_| EINVAL)?;
+        let mut desc: bindings::read_descriptor_t = pin_init::zeroed();
+        desc.arg.data = (&raw mut f).cast();
+        desc.count = 1;
+        let sk = self.sk();
+        // SAFETY: A live socket, locked around the read as `tcp_read_sock` requires; the
+        // actor gets back the pointer to `f`, which outlives the call.
+        let r = unsafe {
+            bindings::siw_rs_lock_sock(sk);
+            let r = bindings::tcp_read_sock(sk, &mut desc, Some(read_actor));
+            bindings::release_sock(sk);
+            r
+        };
         to_result(r)?;
         usize::try_from(r).map_err(|_| EINVAL)
     }
@@ -144,22 +442,32 @@ impl Socket {
     /// `Ok(true)` when established, `Ok(false)` while connecting or listening, an error once
     /// the connection is gone (the socket error, or `ECONNRESET` after a close).
     pub(crate) fn alive(&self) -> Result<bool> {
-        // SAFETY: A live socket.
-        let r = unsafe { bindings::siw_rs_sock_alive(self.as_ptr()) };
-        to_result(r)?;
-        Ok(r == 1)
+        let sk = self.sk();
+        // SAFETY: A live sock; both fields change under the socket's locks, and the helpers
+        // read each once (`READ_ONCE`).
+        let (err, state) = unsafe { (bindings::siw_rs_sk_err(sk), bindings::siw_rs_sk_state(sk)) };
+        if err != 0 {
+            return Err(Error::from_errno(-err.abs()));
+        }
+        match u32::try_from(state).unwrap_or(0) {
+            bindings::TCP_ESTABLISHED => Ok(true),
+            bindings::TCP_LISTEN | bindings::TCP_SYN_SENT | bindings::TCP_SYN_RECV => Ok(false),
+            _ => Err(ECONNRESET),
+        }
     }
 
     /// The current MSS.
     pub(crate) fn mss(&self) -> u32 {
         // SAFETY: A live TCP socket.
-        unsafe { bindings::siw_rs_sock_mss(self.as_ptr()) }
+        unsafe { bindings::siw_rs_tcp_mss(self.sk()) }
     }
 
     /// Shuts both directions down (the peer sees FIN).
     pub(crate) fn shutdown(&self) {
         // SAFETY: A live socket.
-        unsafe { bindings::siw_rs_sock_shutdown(self.as_ptr()) };
+        unsafe {
+            bindings::kernel_sock_shutdown(self.as_ptr(), bindings::sock_shutdown_cmd_SHUT_RDWR)
+        };
     }
 
     /// Installs `owner`'s callbacks, keeping a reference to it until [`Socket::detach`].
@@ -170,12 +478,19 @@ impl Socket {
         }
         let c = ctx.raw.get();
         let data = owner.into_foreign();
+        let sk = self.sk();
         // SAFETY: `c` lives inside the owner, which the reference `into_foreign` keeps alive
-        // until `detach` restores the callbacks and gives it back.
+        // until `detach` restores the callbacks and gives it back. Nothing reads `c` before
+        // it is published in `sk_user_data`, under the write lock.
         unsafe {
             (*c).event = Some(event::<E>);
             (*c).data = data;
-            bindings::siw_rs_sock_attach(self.as_ptr(), c);
+            let lock = bindings::siw_rs_sk_callback_lock(sk);
+            bindings::siw_rs_write_lock_bh(lock);
+            (*c).saved = Callbacks::of(sk);
+            bindings::siw_rs_sk_set_user_data(sk, c.cast());
+            Callbacks::OURS.install(sk);
+            bindings::siw_rs_write_unlock_bh(lock);
         }
     }
 
@@ -187,9 +502,18 @@ impl Socket {
             return;
         }
         let c = ctx.raw.get();
-        // SAFETY: A live socket; the C side takes `sk_callback_lock` for writing, so
-        // callbacks in flight finish first.
-        unsafe { bindings::siw_rs_sock_detach(self.as_ptr()) };
+        let sk = self.sk();
+        // SAFETY: A live sock; taking the callback lock for writing waits for callbacks in
+        // flight, which hold it for reading.
+        unsafe {
+            let lock = bindings::siw_rs_sk_callback_lock(sk);
+            bindings::siw_rs_write_lock_bh(lock);
+            if !bindings::siw_rs_sk_user_data(sk).is_null() {
+                (*c).saved.install(sk);
+                bindings::siw_rs_sk_set_user_data(sk, core::ptr::null_mut());
+            }
+            bindings::siw_rs_write_unlock_bh(lock);
+        }
         // SAFETY: `attach` stored the `into_foreign` of an `Arc<E>` there; no callback uses
         // it any more, so it is ours again.
         drop(unsafe { Arc::<E>::from_foreign((*c).data) });
@@ -199,17 +523,83 @@ impl Socket {
 impl Drop for Socket {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we own the socket.
-        unsafe { bindings::siw_rs_sock_release(self.as_ptr()) };
+        unsafe { bindings::sock_release(self.as_ptr()) };
     }
+}
+
+/// A sock callback.
+type SkCallback = Option<unsafe extern "C" fn(sk: *mut bindings::sock)>;
+
+/// The three callbacks of a sock that an owner takes over.
+#[derive(Clone, Copy)]
+struct Callbacks {
+    data_ready: SkCallback,
+    write_space: SkCallback,
+    state_change: SkCallback,
+}
+
+impl Callbacks {
+    /// Ours.
+    const OURS: Self = Self {
+        data_ready: Some(sk_data_ready),
+        write_space: Some(sk_write_space),
+        state_change: Some(sk_state_change),
+    };
+
+    /// The callbacks `sk` has now.
+    ///
+    /// # Safety
+    ///
+    /// `sk` is live and its callback lock held.
+    unsafe fn of(sk: *mut bindings::sock) -> Self {
+        let mut cb: bindings::siw_rs_sk_callbacks = pin_init::zeroed();
+        // SAFETY: By the caller's guarantee; `cb` is ours to fill.
+        unsafe { bindings::siw_rs_sk_callbacks(sk, &mut cb) };
+        Self {
+            data_ready: cb.data_ready,
+            write_space: cb.write_space,
+            state_change: cb.state_change,
+        }
+    }
+
+    /// Whether these are ours (compared by address: the functions are this module's).
+    fn is_ours(&self) -> bool {
+        self.data_ready.map(|f| f as usize) == Self::OURS.data_ready.map(|f| f as usize)
+    }
+
+    /// Installs these on `sk`.
+    ///
+    /// # Safety
+    ///
+    /// `sk` is live and its callback lock held for writing.
+    unsafe fn install(self, sk: *mut bindings::sock) {
+        let cb = bindings::siw_rs_sk_callbacks {
+            data_ready: self.data_ready,
+            write_space: self.write_space,
+            state_change: self.state_change,
+        };
+        // SAFETY: By the caller's guarantee.
+        unsafe { bindings::siw_rs_sk_set_callbacks(sk, &cb) };
+    }
+}
+
+/// What a sock's `sk_user_data` points to while an owner is attached.
+struct RawCtx {
+    /// Calls the owner.
+    event: Option<unsafe fn(data: *mut c_void, ev: SockEvent)>,
+    /// The owner, from `ForeignOwnable::into_foreign`.
+    data: *mut c_void,
+    /// The callbacks ours replaced.
+    saved: Callbacks,
 }
 
 /// The place in the owner that the socket's callbacks find it through.
 pub(crate) struct SkCtx {
-    raw: Opaque<bindings::siw_rs_sk_ctx>,
+    raw: Opaque<RawCtx>,
     attached: AtomicBool,
 }
 
-// SAFETY: The C part is only written under `sk_callback_lock` or before attaching.
+// SAFETY: The raw part is only written under `sk_callback_lock` or before attaching.
 unsafe impl Send for SkCtx {}
 // SAFETY: As above.
 unsafe impl Sync for SkCtx {}
@@ -218,7 +608,15 @@ impl SkCtx {
     /// An unattached context.
     pub(crate) fn new() -> Self {
         Self {
-            raw: Opaque::new(pin_init::zeroed()),
+            raw: Opaque::new(RawCtx {
+                event: None,
+                data: core::ptr::null_mut(),
+                saved: Callbacks {
+                    data_ready: None,
+                    write_space: None,
+                    state_change: None,
+                },
+            }),
             attached: AtomicBool::new(false),
         }
     }
@@ -228,9 +626,9 @@ impl SkCtx {
 pub(crate) trait SockEvents: Send + Sync + Sized + 'static {
     /// The context inside `self` the callbacks use.
     fn sk_ctx(&self) -> &SkCtx;
-    /// A callback fired (data, write space or state change). Runs in softirq or process context, under
-    /// `sk_callback_lock`: it must not sleep or call into the socket.
-    fn sock_event(this: ArcBorrow<'_, Self>, what: u32);
+    /// A callback fired. Runs in softirq or process context, under `sk_callback_lock`: it
+    /// must not sleep or call into the socket.
+    fn sock_event(this: ArcBorrow<'_, Self>, ev: SockEvent);
 }
 
 /// A socket callback's call into the owner.
@@ -238,32 +636,117 @@ pub(crate) trait SockEvents: Send + Sync + Sized + 'static {
 /// # Safety
 ///
 /// `data` is the pointer [`Socket::attach`] stored, while the callbacks are installed.
-unsafe extern "C" fn event<E: SockEvents>(data: *mut c_void, what: i32) {
+unsafe fn event<E: SockEvents>(data: *mut c_void, ev: SockEvent) {
     // SAFETY: `data` is the `into_foreign` pointer `attach` stored; that reference lives
     // until `detach`, which waits for this callback to return.
     let owner: ArcBorrow<'_, E> = unsafe { Arc::<E>::borrow(data) };
-    E::sock_event(owner, u32::try_from(what).unwrap_or(0));
+    E::sock_event(owner, ev);
 }
 
-/// Opens a socket listening on the address of `id`; `None` when the address is a wildcard
-/// and the device's netdev is in another network namespace (nothing to listen on).
-pub(crate) fn listen(id: &crate::glue::rdma::cm::CmId, backlog: i32) -> Result<Option<Socket>> {
-    let mut s = core::ptr::null_mut();
-    // SAFETY: `id` is a live cm_id; `s` is a valid out pointer.
-    let r = unsafe { bindings::siw_rs_sock_listen(id.as_ptr(), backlog, &mut s) };
-    to_result(r)?;
-    if r == 1 {
-        return Ok(None);
+/// Runs TCP's own callback for `ev`, then the owner's.
+///
+/// # Safety
+///
+/// `sk` is a live sock, and this is its callback.
+unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
+    // SAFETY: A live sock; `sk_user_data` is null or an attached owner's `RawCtx`, which
+    // stays valid while the read lock is held (`detach` takes the write lock).
+    unsafe {
+        let lock = bindings::siw_rs_sk_callback_lock(sk);
+        bindings::siw_rs_read_lock_bh(lock);
+        let ctx = bindings::siw_rs_sk_user_data(sk).cast::<RawCtx>();
+        if !ctx.is_null() {
+            // TCP's callback first: `sk_stream_write_space()` clears SOCK_NOSPACE. Run after
+            // ours, it could clear the bit that our (already woken) sender has just set on a
+            // new EAGAIN, and TCP would never call us again.
+            let saved = (*ctx).saved;
+            let tcp = match ev {
+                SockEvent::Data => saved.data_ready,
+                SockEvent::WriteSpace => saved.write_space,
+                SockEvent::StateChange => saved.state_change,
+            };
+            if let Some(f) = tcp {
+                f(sk);
+            }
+            if let Some(e) = (*ctx).event {
+                e((*ctx).data, ev);
+            }
+        }
+        bindings::siw_rs_read_unlock_bh(lock);
     }
-    // SAFETY: Success: `s` is a new socket we own.
-    unsafe { Socket::from_raw(s) }.map(Some)
 }
 
-/// Connects (blocking) from `id`'s local to its remote address.
-pub(crate) fn connect(id: &crate::glue::rdma::cm::CmId) -> Result<Socket> {
-    let mut s = core::ptr::null_mut();
-    // SAFETY: `id` is a live cm_id; `s` is a valid out pointer.
-    to_result(unsafe { bindings::siw_rs_sock_connect(id.as_ptr(), &mut s) })?;
-    // SAFETY: Success: `s` is a new socket we own.
-    unsafe { Socket::from_raw(s) }
+/// `sk_data_ready` of an attached socket.
+///
+/// # Safety
+///
+/// Called by the socket layer with a live sock.
+unsafe extern "C" fn sk_data_ready(sk: *mut bindings::sock) {
+    // SAFETY: By the function's contract.
+    unsafe { sk_call(sk, SockEvent::Data) }
+}
+
+/// `sk_write_space` of an attached socket.
+///
+/// # Safety
+///
+/// Called by the socket layer with a live sock.
+unsafe extern "C" fn sk_write_space(sk: *mut bindings::sock) {
+    // SAFETY: By the function's contract.
+    unsafe { sk_call(sk, SockEvent::WriteSpace) }
+}
+
+/// `sk_state_change` of an attached socket.
+///
+/// # Safety
+///
+/// Called by the socket layer with a live sock.
+unsafe extern "C" fn sk_state_change(sk: *mut bindings::sock) {
+    // SAFETY: By the function's contract.
+    unsafe { sk_call(sk, SockEvent::StateChange) }
+}
+
+/// The `tcp_read_sock` actor: hands the skb's data, piece by piece, to the reader.
+///
+/// # Safety
+///
+/// Called by `tcp_read_sock` from [`Socket::read`], with `desc.arg.data` pointing to the
+/// reader and `len` bytes of `skb` at `off`.
+unsafe extern "C" fn read_actor(
+    desc: *mut bindings::read_descriptor_t,
+    skb: *mut bindings::sk_buff,
+    off: c_uint,
+    len: usize,
+) -> c_int {
+    // SAFETY: `Socket::read` stored a pointer to its `&mut dyn FnMut`, live for the read.
+    let f = unsafe { &mut *(*desc).arg.data.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
+    let mut st: bindings::skb_seq_state = pin_init::zeroed();
+    let end = off.saturating_add(u32::try_from(len).unwrap_or(u32::MAX));
+    // SAFETY: A live skb with data at `off..end`; `st` is ours.
+    unsafe { bindings::skb_prepare_seq_read(skb, off, end, &mut st) };
+    let mut done: u32 = 0;
+    loop {
+        let mut p: *const u8 = core::ptr::null();
+        // SAFETY: `st` was prepared above; the call maps the next piece (or ends the read,
+        // releasing what it mapped, when it returns 0).
+        let n = unsafe { bindings::skb_seq_read(done, &mut p, &mut st) };
+        if n == 0 || p.is_null() {
+            break;
+        }
+        // SAFETY: `skb_seq_read` mapped `n` readable bytes at `p`, which stay queued and
+        // unchanged while we look at them.
+        let s = unsafe { core::slice::from_raw_parts(p, n as usize) };
+        let used = u32::try_from(f(s).min(s.len())).unwrap_or(n);
+        done = done.saturating_add(used);
+        if used < n {
+            // The reader stops here; the rest stays in the socket.
+            // SAFETY: A read in progress (the last call returned data).
+            unsafe {
+                bindings::skb_abort_seq_read(&mut st);
+                (*desc).count = 0;
+            }
+            break;
+        }
+    }
+    c_int::try_from(done).unwrap_or(c_int::MAX)
 }

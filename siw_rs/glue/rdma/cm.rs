@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The iWARP connection manager interface (`iw_cm`): the provider ops the core calls, the
-//! connection identifiers (`struct iw_cm_id`) and the events siw_rs reports to them.
+//! connection identifiers (`struct iw_cm_id`) and the events a provider reports to them.
 //!
 //! C header: [`include/rdma/iw_cm.h`](srctree/include/rdma/iw_cm.h).
 
@@ -15,7 +15,7 @@ use super::{
 };
 use crate::glue::{
     bindings,
-    net::tcp::Socket, //
+    net::tcp::SockAddr, //
 };
 use core::{
     ffi::c_int,
@@ -24,21 +24,56 @@ use core::{
 use kernel::{
     error::from_result,
     prelude::*,
-    sync::Arc,
-    types::ForeignOwnable, //
+    sync::{
+        aref::{
+            ARef,
+            AlwaysRefCounted, //
+        },
+        Arc,
+    },
+    types::{
+        ForeignOwnable,
+        Opaque, //
+    },
 };
 
-/// A counted reference to an `iw_cm_id` (`add_ref`/`rem_ref`).
+/// A connection identifier of the iWARP connection manager (`struct iw_cm_id`).
 ///
 /// # Invariants
 ///
-/// Points to a live cm_id on which this value holds one reference.
-pub(crate) struct CmId(NonNull<bindings::iw_cm_id>);
+/// Only ever borrowed from a live cm_id the iw_cm handed to the provider, and kept alive by
+/// its reference count (`add_ref`/`rem_ref`, which the iw_cm sets before that).
+#[repr(transparent)]
+pub(crate) struct IwCmId(Opaque<bindings::iw_cm_id>);
 
-// SAFETY: The references are atomic; events may be reported from any thread.
-unsafe impl Send for CmId {}
-// SAFETY: As above.
-unsafe impl Sync for CmId {}
+/// A counted reference to a cm_id.
+pub(crate) type CmId = ARef<IwCmId>;
+
+// SAFETY: The reference count is atomic; events may be reported from any thread.
+unsafe impl Send for IwCmId {}
+// SAFETY: As above; the fields read here are set before the provider sees the cm_id.
+unsafe impl Sync for IwCmId {}
+
+// SAFETY: The iw_cm frees a cm_id only after the last `rem_ref` matching an `add_ref`.
+unsafe impl AlwaysRefCounted for IwCmId {
+    fn inc_ref(&self) {
+        let id = self.as_ptr();
+        // SAFETY: A live cm_id (invariant), whose `add_ref` is set.
+        if let Some(f) = unsafe { (*id).add_ref } {
+            // SAFETY: As above.
+            unsafe { f(id) };
+        }
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        let id = obj.as_ptr().cast::<bindings::iw_cm_id>();
+        // SAFETY: The caller holds a reference, which `rem_ref` drops.
+        if let Some(f) = unsafe { (*id).rem_ref } {
+            // SAFETY: As above.
+            unsafe { f(id) };
+        }
+    }
+}
 
 /// Names a connection request reported to the core: the core keeps it as the new cm_id's
 /// `provider_data` and hands it back with `iw_accept` or `iw_reject`.
@@ -96,59 +131,91 @@ impl EventData<'_> {
     }
 }
 
-impl CmId {
+impl IwCmId {
     /// Takes a reference on `raw`.
     ///
     /// # Safety
     ///
-    /// `raw` is a live cm_id.
-    unsafe fn get(raw: *mut bindings::iw_cm_id) -> Result<Self> {
+    /// `raw` is a live cm_id the iw_cm handed to this provider.
+    unsafe fn get(raw: *mut bindings::iw_cm_id) -> Result<CmId> {
         let p = NonNull::new(raw).ok_or(EINVAL)?;
-        // SAFETY: A live cm_id; the reference is dropped in `Drop`.
-        unsafe { bindings::siw_rs_cm_id_get(p.as_ptr()) };
-        // INVARIANT: Counted just above.
-        Ok(Self(p))
+        // SAFETY: `IwCmId` is a transparent wrapper of the live cm_id (invariant).
+        let id = unsafe { &*p.as_ptr().cast::<Self>() };
+        Ok(ARef::from(id))
+    }
+
+    /// The address the ULP bound (a listener's, or a connection's before mapping).
+    pub(crate) fn local_addr(&self) -> SockAddr {
+        // SAFETY: A live cm_id; the address is set before the provider is called.
+        SockAddr::from_raw(unsafe { (*self.as_ptr()).local_addr })
+    }
+
+    /// The local address to connect from (after port mapping).
+    pub(crate) fn mapped_local_addr(&self) -> SockAddr {
+        // SAFETY: As above.
+        SockAddr::from_raw(unsafe { (*self.as_ptr()).m_local_addr })
+    }
+
+    /// The remote address to connect to (after port mapping).
+    pub(crate) fn mapped_remote_addr(&self) -> SockAddr {
+        // SAFETY: As above.
+        SockAddr::from_raw(unsafe { (*self.as_ptr()).m_remote_addr })
+    }
+
+    /// Whether an IPv6 address takes IPv6 connections only (`afonly`).
+    pub(crate) fn afonly(&self) -> bool {
+        // SAFETY: As above.
+        unsafe { (*self.as_ptr()).afonly() }
     }
 
     pub(in crate::glue) fn as_ptr(&self) -> *mut bindings::iw_cm_id {
-        self.0.as_ptr()
+        self.0.get()
     }
 
-    /// Reports `ev` (addresses from `sock` for requests and replies).
-    pub(crate) fn event(&self, ev: CmEvent, sock: Option<&Socket>, d: &EventData<'_>) -> Result {
-        self.raw_event(ev, sock, d, core::ptr::null_mut())
+    /// Reports `ev`, with the connection's local and remote address for requests and
+    /// replies.
+    pub(crate) fn event(
+        &self,
+        ev: CmEvent,
+        addrs: Option<(SockAddr, SockAddr)>,
+        d: &EventData<'_>,
+    ) -> Result {
+        self.raw_event(ev, addrs, d, core::ptr::null_mut())
     }
 
     fn raw_event(
         &self,
         ev: CmEvent,
-        sock: Option<&Socket>,
+        addrs: Option<(SockAddr, SockAddr)>,
         d: &EventData<'_>,
         provider: *mut core::ffi::c_void,
     ) -> Result {
-        let len = u8::try_from(d.private_data.len()).map_err(|_| EINVAL)?;
-        // SAFETY: A live cm_id (invariant); the private data is copied by the core before the
-        // call returns; `sock` is live.
-        kernel::error::to_result(unsafe {
-            bindings::siw_rs_cm_upcall(
-                self.as_ptr(),
-                sock.map_or(core::ptr::null_mut(), Socket::as_ptr),
-                ev as c_int,
-                d.status,
-                d.private_data.as_ptr().cast(),
-                len,
-                d.ird,
-                d.ord,
-                provider,
-            )
-        })
+        let mut e: bindings::iw_cm_event = pin_init::zeroed();
+        e.event = ev as bindings::iw_cm_event_type;
+        e.status = d.status;
+        // The core copies the private data before the handler returns, and never writes it.
+        e.private_data = d.private_data.as_ptr().cast_mut().cast();
+        e.private_data_len = u8::try_from(d.private_data.len()).map_err(|_| EINVAL)?;
+        e.ird = d.ird;
+        e.ord = d.ord;
+        e.provider_data = provider;
+        if let Some((local, remote)) = addrs {
+            e.local_addr = local.raw();
+            e.remote_addr = remote.raw();
+        }
+        let id = self.as_ptr();
+        // SAFETY: A live cm_id (invariant); the iw_cm sets its handler before handing the
+        // cm_id to a provider.
+        let handler = unsafe { (*id).event_handler }.ok_or(EINVAL)?;
+        // SAFETY: A live cm_id and an event valid for the call.
+        kernel::error::to_result(unsafe { handler(id, &mut e) })
     }
 
     /// Reports a connection request on this listener; the core hands `req` back with the
     /// `accept` or `reject` of the new connection, or never (see [`RequestCookie`]).
     pub(crate) fn connect_request(
         &self,
-        sock: &Socket,
+        addrs: (SockAddr, SockAddr),
         d: &EventData<'_>,
         req: RequestCookie,
     ) -> Result {
@@ -156,25 +223,10 @@ impl CmId {
         let cookie = usize::try_from(req.0.get()).map_err(|_| EINVAL)?;
         self.raw_event(
             CmEvent::ConnectRequest,
-            Some(sock),
+            Some(addrs),
             d,
             core::ptr::without_provenance_mut(cookie),
         )
-    }
-}
-
-impl Clone for CmId {
-    fn clone(&self) -> Self {
-        // SAFETY: Live by the invariant; the new value holds its own reference.
-        unsafe { bindings::siw_rs_cm_id_get(self.as_ptr()) };
-        Self(self.0)
-    }
-}
-
-impl Drop for CmId {
-    fn drop(&mut self) {
-        // SAFETY: By the invariant we hold one reference.
-        unsafe { bindings::siw_rs_cm_id_put(self.as_ptr()) };
     }
 }
 
@@ -211,24 +263,39 @@ impl<D> super::object::Obj<bindings::ib_qp, D> {
 impl QpHandle {
     /// Reports `IB_EVENT_QP_FATAL` to the QP's consumer.
     pub(crate) fn fatal_event(&self) {
-        // SAFETY: By the type invariant the QP is live.
+        let qp = self.0.as_ptr();
+        let mut ev: bindings::ib_event = pin_init::zeroed();
+        ev.event = bindings::ib_event_type_IB_EVENT_QP_FATAL;
+        ev.element.qp = qp;
+        // SAFETY: By the type invariant the QP is live; the core sets `device`,
+        // `event_handler` and `qp_context` at creation; `ev` is valid for the call.
         unsafe {
-            bindings::siw_rs_qp_event(
-                self.0.as_ptr(),
-                bindings::ib_event_type_IB_EVENT_QP_FATAL as i32,
-            )
-        };
+            ev.device = (*qp).device;
+            if let Some(f) = (*qp).event_handler {
+                f(&mut ev, (*qp).qp_context);
+            }
+        }
     }
 
     /// Reports `IB_EVENT_SRQ_LIMIT_REACHED` to the consumer of the QP's SRQ.
     pub(crate) fn srq_limit_event(&self) {
+        let qp = self.0.as_ptr();
         // SAFETY: By the type invariant the QP is live, and a live QP keeps its SRQ.
+        let srq = unsafe { (*qp).srq };
+        if srq.is_null() {
+            return;
+        }
+        let mut ev: bindings::ib_event = pin_init::zeroed();
+        ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+        ev.element.srq = srq;
+        // SAFETY: The SRQ is live (above); the core sets its `event_handler` and
+        // `srq_context` at creation; `ev` is valid for the call.
         unsafe {
-            bindings::siw_rs_qp_srq_event(
-                self.0.as_ptr(),
-                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED as i32,
-            )
-        };
+            ev.device = (*qp).device;
+            if let Some(f) = (*srq).event_handler {
+                f(&mut ev, (*srq).srq_context);
+            }
+        }
     }
 }
 
@@ -263,10 +330,8 @@ unsafe fn conn_param<'a>(p: *const bindings::iw_cm_conn_param) -> Result<ConnPar
 ///
 /// `id` is a live cm_id of a connection request.
 unsafe fn take_request(id: *mut bindings::iw_cm_id) -> Option<RequestCookie> {
-    // SAFETY: A live cm_id.
-    let p = unsafe { bindings::siw_rs_cm_id_provider_data(id) };
-    // SAFETY: As above.
-    unsafe { bindings::siw_rs_cm_id_set_provider_data(id, core::ptr::null_mut()) };
+    // SAFETY: A live cm_id, whose provider data belongs to the provider.
+    let p = unsafe { core::mem::take(&mut (*id).provider_data) };
     let n = u64::try_from(p.addr()).ok()?;
     core::num::NonZeroU64::new(n).map(RequestCookie)
 }
@@ -278,10 +343,8 @@ unsafe fn take_request(id: *mut bindings::iw_cm_id) -> Option<RequestCookie> {
 /// The provider data is NULL or the `into_foreign` of an `Arc<T::Listener>` stored by
 /// `iw_create_listen`, which this call then owns.
 unsafe fn take_listener<T: Driver>(id: *mut bindings::iw_cm_id) -> Option<Arc<T::Listener>> {
-    // SAFETY: A live cm_id.
-    let p = unsafe { bindings::siw_rs_cm_id_provider_data(id) };
-    // SAFETY: As above.
-    unsafe { bindings::siw_rs_cm_id_set_provider_data(id, core::ptr::null_mut()) };
+    // SAFETY: A live cm_id, whose provider data belongs to the provider.
+    let p = unsafe { core::mem::take(&mut (*id).provider_data) };
     // SAFETY: By the caller's guarantee, NULL or ours to take back.
     unsafe { Arc::<T::Listener>::try_from_foreign(p) }
 }
@@ -298,7 +361,7 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: A live cm_id and parameters valid for the call.
-            let (cm, p) = unsafe { (CmId::get(id)?, conn_param(p)?) };
+            let (cm, p) = unsafe { (IwCmId::get(id)?, conn_param(p)?) };
             // SAFETY: The cm_id's device is a live device of this driver.
             let dev = unsafe { Device::<T>::from_raw((*id).device) };
             T::iw_connect(dev, cm, &p)?;
@@ -317,7 +380,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: The core accepts a connection request's cm_id.
             let req = unsafe { take_request(id) }.ok_or(ECONNRESET)?;
             // SAFETY: A live cm_id and parameters valid for the call.
-            let (cm, p) = unsafe { (CmId::get(id)?, conn_param(p)?) };
+            let (cm, p) = unsafe { (IwCmId::get(id)?, conn_param(p)?) };
             // SAFETY: The cm_id's device is a live device of this driver.
             let dev = unsafe { Device::<T>::from_raw((*id).device) };
             T::iw_accept(dev, cm, req, &p)?;
@@ -358,12 +421,13 @@ impl<T: Driver> Adapter<T> {
     ) -> c_int {
         from_result(|| {
             // SAFETY: A live cm_id.
-            let cm = unsafe { CmId::get(id)? };
+            let cm = unsafe { IwCmId::get(id)? };
             // SAFETY: The cm_id's device is a live device of this driver.
             let dev = unsafe { Device::<T>::from_raw((*id).device) };
             let listener = T::iw_create_listen(dev, cm, backlog)?;
-            // SAFETY: A live cm_id; `iw_destroy_listen` takes the listener back.
-            unsafe { bindings::siw_rs_cm_id_set_provider_data(id, listener.into_foreign()) };
+            // SAFETY: A live cm_id, whose provider data belongs to the provider;
+            // `iw_destroy_listen` takes the listener back.
+            unsafe { (*id).provider_data = listener.into_foreign() };
             Ok(0)
         })
     }

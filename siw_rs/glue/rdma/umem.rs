@@ -20,7 +20,7 @@ use kernel::{
 ///
 /// Released in process context, whatever context drops it: the last reference to a region
 /// may go in the socket read actor (atomic), and `ib_umem_release` may sleep (unpinning
-/// dirty pages takes the page lock). Dropping queues the release on siw_rs's workqueue,
+/// dirty pages takes the page lock). Dropping queues the release on the module's workqueue,
 /// with a work item allocated together with the umem, so it cannot fail. Module exit
 /// drains that queue, and the umem holds a reference on its device until it is released.
 pub(crate) struct Umem(Option<Pin<KBox<UmemRelease>>>);
@@ -131,7 +131,7 @@ impl Drop for Umem {
 ///
 /// `pages` are the kernel addresses of the umem's pages, in order; the first `first` bytes
 /// of the first page precede the region, which is `len` bytes long. The pages stay pinned
-/// (and mapped: siw_rs needs a kernel without highmem) while `umem` lives.
+/// (and mapped: this layer needs a kernel without highmem) while `umem` lives.
 pub(crate) struct UserPages {
     _umem: Umem,
     pages: KVec<usize>,
@@ -210,14 +210,11 @@ impl UserPages {
     /// Copies `src` to offset `off` of the region.
     pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
         let mut done = 0usize;
-        self.pieces(off, src.len(), |addr, n| {
-            let s = src.get(done..done.saturating_add(n)).ok_or(EFAULT)?;
-            // SAFETY: `addr..addr + n` lies in a pinned, mapped page of the region
-            // (invariant and the bounds check in `pieces`); user space may access it
-            // concurrently, which a byte copy tolerates.
-            unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
-            done = done.saturating_add(n);
-            Ok(())
+        // SAFETY: `addr..addr + n` lies in a pinned, mapped page of the region (invariant
+        // and the bounds check in `pieces`); user space may access it concurrently, which a
+        // byte copy tolerates.
+        self.pieces(off, src.len(), |addr, n| unsafe {
+            copy_piece(src, &mut done, addr, n)
         })
     }
 
@@ -248,7 +245,8 @@ impl UserPages {
 }
 
 /// A kernel consumer's DMA region (`get_dma_mr`): memory addressed by kernel virtual
-/// address (siw_rs does virtual DMA, so a consumer's DMA addresses are kernel addresses).
+/// address (a device registered without a DMA device does virtual DMA: a consumer's DMA
+/// addresses are kernel addresses).
 ///
 /// Every piece accessed must lie in the kernel's linear map (`virt_addr_valid`): an address
 /// outside it, even one a peer names through a global rkey the consumer chose to grant
@@ -289,6 +287,20 @@ impl KernelMem {
     }
 }
 
+/// Copies the `n` bytes of `src` from `*done` on to `addr`, and counts them.
+///
+/// # Safety
+///
+/// `addr..addr + n` is mapped memory the caller may write.
+unsafe fn copy_piece(src: &[u8], done: &mut usize, addr: usize, n: usize) -> Result {
+    let s = src.get(*done..done.saturating_add(n)).ok_or(EFAULT)?;
+    // SAFETY: `s` is `n` readable bytes; the destination is `n` writable bytes (the
+    // caller's guarantee), not overlapping our slice.
+    unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
+    *done = done.saturating_add(n);
+    Ok(())
+}
+
 /// The memory a region names.
 pub(crate) enum MrMem {
     /// Pinned user pages.
@@ -312,13 +324,10 @@ impl MrMem {
             Self::User(u) => u.write(off, src),
             Self::Kernel(k) => {
                 let mut done = 0usize;
-                k.pieces(off, src.len(), |addr, n| {
-                    let s = src.get(done..done.saturating_add(n)).ok_or(EFAULT)?;
-                    // SAFETY: `pieces` checked that the bytes lie in linear-map pages, which
-                    // are mapped; the consumer granted writing them (invariant).
-                    unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
-                    done = done.saturating_add(n);
-                    Ok(())
+                // SAFETY: `pieces` checked that the bytes lie in linear-map pages, which are
+                // mapped; the consumer granted writing them (invariant).
+                k.pieces(off, src.len(), |addr, n| unsafe {
+                    copy_piece(src, &mut done, addr, n)
                 })
             }
         }

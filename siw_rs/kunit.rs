@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit tests of the driver logic that exists only in the kernel build (the protocol core
+//! has its host tests): ring indexing and posting, object limits, the completion mapping.
+//! They run when the module loads on a kernel with KUnit; `selftests/device` checks their
+//! results.
+//!
+//! `#[kunit_tests]` generates the `unsafe` glue that registers the suite with KUnit; the
+//! tests themselves are safe code.
+
+use kernel::prelude::*;
+
+#[kunit_tests(siw_rs_queue)]
+mod queue {
+    use crate::{
+        glue::{
+            rdma::mmap::SharedMem,
+            siw_abi::{
+                wqe,
+                SQE_SIZE, //
+            },
+        },
+        queue::{
+            post_wqe,
+            Ring,
+            WQE_FLAGS, //
+        },
+    };
+    use core::sync::atomic::Ordering;
+    use kernel::prelude::*;
+
+    #[test]
+    fn ring_size_is_a_power_of_two() -> Result {
+        for (want, got) in [(1, 1), (5, 8), (8, 8), (1000, 1024)] {
+            let r = Ring::new(want, SQE_SIZE, 0, None)?;
+            assert_eq!(r.entries, got);
+            assert_eq!(r.mem.len(), got as usize * SQE_SIZE);
+        }
+        assert!(Ring::new(u32::MAX, SQE_SIZE, 0, None).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn ring_offsets_wrap_with_free_running_counters() -> Result {
+        let r = Ring::new(8, SQE_SIZE, 4, None)?;
+        assert_eq!(r.offset(0, SQE_SIZE), 0);
+        assert_eq!(r.offset(9, SQE_SIZE), SQE_SIZE);
+        assert_eq!(r.offset(u32::MAX, SQE_SIZE), 7 * SQE_SIZE);
+        assert_eq!(r.end(SQE_SIZE), 8 * SQE_SIZE);
+        // The control word behind the last element is inside the allocation.
+        assert!(r.mem.atomic_u32(r.end(SQE_SIZE)).is_some());
+        assert!(r.mem.atomic_u32(r.end(SQE_SIZE) + 4).is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn posting_publishes_the_valid_bit_last_and_refuses_a_full_slot() -> Result {
+        let mem = SharedMem::new(SQE_SIZE * 2, false)?;
+        let flags = mem.atomic_u16(WQE_FLAGS).ok_or(EINVAL)?;
+        let mut seen = 0;
+        post_wqe(&mem, 0, wqe::SIGNALLED, || {
+            // Filled while the slot still reads as free.
+            seen = flags.load(Ordering::Acquire);
+            mem.write(0, 0x1234_u64)
+        })?;
+        assert_eq!(seen, 0);
+        assert_eq!(flags.load(Ordering::Acquire), wqe::SIGNALLED | wqe::VALID);
+        assert_eq!(mem.read::<u64>(0), Some(0x1234));
+        let mut filled = false;
+        let r = post_wqe(&mem, 0, 0, || {
+            filled = true;
+            Ok(())
+        });
+        assert_eq!(r, Err(ENOMEM));
+        assert!(!filled);
+        // Out of bounds is an error, never a write.
+        assert!(post_wqe(&mem, SQE_SIZE * 2, 0, || Ok(())).is_err());
+        Ok(())
+    }
+}
+
+#[kunit_tests(siw_rs_limit)]
+mod limit {
+    use crate::limit::{
+        Counted,
+        Counts,
+        Kind, //
+    };
+    use kernel::{
+        prelude::*,
+        sync::Arc, //
+    };
+
+    #[test]
+    fn counted_slots_stop_at_the_limit_and_come_back() -> Result {
+        let counts = Arc::new(Counts::default(), GFP_KERNEL)?;
+        let a = Counted::new(&counts, Kind::Qp, 2)?;
+        let b = Counted::new(&counts, Kind::Qp, 2)?;
+        assert!(Counted::new(&counts, Kind::Qp, 2).is_err());
+        // Another kind has its own count.
+        let _pd = Counted::new(&counts, Kind::Pd, 2)?;
+        drop(a);
+        let c = Counted::new(&counts, Kind::Qp, 2)?;
+        drop((b, c));
+        Ok(())
+    }
+}
+
+#[kunit_tests(siw_rs_cq)]
+mod cq {
+    use crate::{
+        cq::{
+            wc_opcode,
+            wc_status, //
+        },
+        glue::{
+            rdma::verbs::{
+                WcOpcode,
+                WcStatus, //
+            },
+            siw_abi::{
+                op,
+                wc, //
+            },
+        },
+    };
+
+    #[test]
+    fn completion_status_maps_as_the_c_siw() {
+        assert_eq!(wc_status(wc::SUCCESS), WcStatus::Success);
+        assert_eq!(wc_status(wc::LOC_LEN_ERR), WcStatus::LocLenErr);
+        assert_eq!(wc_status(wc::LOC_PROT_ERR), WcStatus::LocProtErr);
+        assert_eq!(wc_status(wc::LOC_QP_OP_ERR), WcStatus::LocQpOpErr);
+        assert_eq!(wc_status(wc::WR_FLUSH_ERR), WcStatus::WrFlushErr);
+        assert_eq!(wc_status(wc::BAD_RESP_ERR), WcStatus::BadRespErr);
+        assert_eq!(wc_status(wc::LOC_ACCESS_ERR), WcStatus::LocAccessErr);
+        assert_eq!(wc_status(wc::REM_ACCESS_ERR), WcStatus::RemAccessErr);
+        assert_eq!(wc_status(wc::REM_INV_REQ_ERR), WcStatus::RemInvReqErr);
+        // Anything a process wrote that siw does not know is a general error.
+        assert_eq!(wc_status(0xffff), WcStatus::GeneralErr);
+    }
+
+    #[test]
+    fn completion_opcode_maps_as_the_c_siw() {
+        assert_eq!(wc_opcode(op::WRITE), WcOpcode::RdmaWrite);
+        assert_eq!(wc_opcode(op::SEND), WcOpcode::Send);
+        assert_eq!(wc_opcode(op::SEND_WITH_IMM), WcOpcode::Send);
+        assert_eq!(wc_opcode(op::SEND_REMOTE_INV), WcOpcode::Send);
+        assert_eq!(wc_opcode(op::READ), WcOpcode::RdmaRead);
+        assert_eq!(wc_opcode(op::READ_LOCAL_INV), WcOpcode::RdmaRead);
+        assert_eq!(wc_opcode(op::INVAL_STAG), WcOpcode::LocalInv);
+        assert_eq!(wc_opcode(op::REG_MR), WcOpcode::RegMr);
+        assert_eq!(wc_opcode(op::RECEIVE), WcOpcode::Recv);
+    }
+}
