@@ -14,7 +14,7 @@ use crate::{
     cq::Completion,
     glue::{
         iov::KernelCrc,
-        rdma::mmap::SharedMem,
+        rdma::{mmap::SharedMem, verbs::AccessFlags},
         siw_abi::{op, wc, wqe, RQE_SIZE},
     },
     mr::{AccessError, MrCore, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE},
@@ -104,6 +104,25 @@ fn tagged_err(e: AccessError) -> TermError {
     }
 }
 
+/// The region and offset a tagged segment of `len` bytes at `to` of `stag` is placed into,
+/// if the QP may write there with the rights `need`; else the Terminate that says why.
+fn tagged_sink(
+    qp: &QpCore,
+    stag: u32,
+    to: u64,
+    len: u32,
+    need: AccessFlags,
+) -> Result<(Arc<MrCore>, usize), RxStop> {
+    let mr = qp
+        .tables()
+        .mr(stag)
+        .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
+    let off = mr
+        .check(qp.pd(), to, len, need)
+        .map_err(|e| RxStop::Term(tagged_err(e)))?;
+    Ok((mr, off))
+}
+
 fn read_err(e: AccessError) -> TermError {
     match e {
         AccessError::InvalidStag | AccessError::Pd => TermError::RdmapInvalidStag,
@@ -173,14 +192,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
                 // peer-to-peer RTR Write names STag 1).
                 return Ok(());
             }
-            let mr = qp
-                .tables()
-                .mr(t.stag)
-                .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
-            let off = mr
-                .check(qp.pd(), t.to, len, REMOTE_WRITE)
-                .map_err(|e| RxStop::Term(tagged_err(e)))?;
-            link.rx.tagged = Some((mr, off));
+            link.rx.tagged = Some(tagged_sink(qp, t.stag, t.to, len, REMOTE_WRITE)?);
             Ok(())
         }
         (Opcode::ReadResponse, DdpHdr::Tagged(t)) => {
@@ -207,14 +219,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
                 // The response to a zero-length Read: nothing to place.
                 return Ok(());
             }
-            let mr = qp
-                .tables()
-                .mr(t.stag)
-                .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
-            let off = mr
-                .check(qp.pd(), t.to, len, LOCAL_WRITE)
-                .map_err(|e| RxStop::Term(tagged_err(e)))?;
-            link.rx.tagged = Some((mr, off));
+            link.rx.tagged = Some(tagged_sink(qp, t.stag, t.to, len, LOCAL_WRITE)?);
             Ok(())
         }
         (Opcode::ReadRequest | Opcode::Terminate, _) => Ok(()),
