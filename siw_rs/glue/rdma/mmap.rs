@@ -23,7 +23,8 @@ use core::sync::atomic::{
 use kernel::{
     error::to_result,
     prelude::*,
-    sync::Arc, //
+    sync::Arc,
+    types::ForeignOwnable, //
 };
 
 /// Zeroed, virtually contiguous memory (`vmalloc_user` or `vzalloc`), accessed by the kernel
@@ -172,7 +173,7 @@ impl MmapEntry {
             },
             GFP_KERNEL,
         )?;
-        let raw = KBox::into_raw(entry);
+        let raw = entry.into_foreign().cast::<RawEntry>();
         let page_shift = kernel::page::PAGE_SHIFT;
         // Keys are byte offsets of whole pages.
         let min_pgoff = u32::try_from(min_key.div_ceil(1 << page_shift)).map_err(|_| EINVAL)?;
@@ -189,7 +190,7 @@ impl MmapEntry {
         };
         if let Err(e) = to_result(ret) {
             // SAFETY: Insertion failed, so the core does not know `raw`; it is still ours.
-            drop(unsafe { KBox::from_raw(raw) });
+            drop(unsafe { KBox::<RawEntry>::from_foreign(raw.cast()) });
             return Err(e);
         }
         // SAFETY: `raw` is inserted; reading `start_pgoff` is what `rdma_user_mmap_get_offset`
@@ -197,7 +198,7 @@ impl MmapEntry {
         let key = unsafe { (*raw).rdma.start_pgoff as u64 } << page_shift;
         // INVARIANT: Inserted above.
         Ok(Self {
-            // SAFETY: `raw` came from `KBox::into_raw`, so it is non-null.
+            // SAFETY: `raw` came from `into_foreign` of a box, so it is non-null.
             raw: unsafe { NonNull::new_unchecked(raw) },
             key,
         })
@@ -228,8 +229,8 @@ impl Drop for MmapEntry {
 /// `entry` is the `rdma` field of a `RawEntry` made by [`MmapEntry::insert`].
 pub(super) unsafe extern "C" fn mmap_free(entry: *mut bindings::rdma_user_mmap_entry) {
     // SAFETY: `rdma` is at offset 0 of the `repr(C)` `RawEntry` that `insert` leaked with
-    // `KBox::into_raw`; the core calls this once per entry.
-    drop(unsafe { KBox::from_raw(entry.cast::<RawEntry>()) });
+    // `into_foreign`; the core calls this once per entry.
+    drop(unsafe { KBox::<RawEntry>::from_foreign(entry.cast()) });
 }
 
 /// `mmap`: maps the entry that `vma->vm_pgoff` names.

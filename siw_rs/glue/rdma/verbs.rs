@@ -34,6 +34,7 @@ use kernel::{
     },
     impl_flags,
     prelude::*,
+    types::ForeignOwnable,
 };
 
 /// A protection domain of driver `T`.
@@ -1315,9 +1316,9 @@ impl<T: Driver> Adapter<T> {
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: `mr` came from `MrAlloc::publish` (a `KBox<MrAlloc<T>>` with the `ib_mr` at
-        // offset 0); this is its last callback.
-        let obj = unsafe { KBox::from_raw(mr.cast::<MrAlloc<T>>()) };
+        // SAFETY: `mr` came from `MrAlloc::publish`, the `into_foreign` of a
+        // `KBox<MrAlloc<T>>` with the `ib_mr` at offset 0; this is its last callback.
+        let obj = unsafe { KBox::<MrAlloc<T>>::from_foreign(mr.cast()) };
         T::dereg_mr(&obj.data);
         drop(obj);
         0
@@ -1342,7 +1343,7 @@ impl<T: Driver> MrAlloc<T> {
             },
             GFP_KERNEL,
         )?;
-        let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
+        let raw = obj.into_foreign().cast::<bindings::ib_mr>();
         // SAFETY: `raw` is the freshly allocated MR (the `ib_mr` at offset 0), ours alone.
         unsafe {
             (*raw).lkey = keys.lkey;
