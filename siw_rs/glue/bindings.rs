@@ -4,7 +4,7 @@
 //!
 //! `siw_rs/Kbuild` runs bindgen over `include/siw_rs_bindings.h` with the C flags the
 //! kernel in `KDIR` used for its own `rust/bindings`, so the layouts match that kernel's
-//! configuration. This module may not be used outside [`crate::ib`]: abstract or re-export
+//! configuration. This module may not be used outside [`crate::glue`]: abstract or re-export
 //! what is needed in the parent module instead.
 
 #![allow(
