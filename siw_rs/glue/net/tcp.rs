@@ -238,7 +238,8 @@ impl Socket {
         Ok(())
     }
 
-    /// The local and the peer address (`None` for one the socket cannot tell).
+    /// The local and the peer address (an empty one, family 0, for one the socket cannot
+    /// tell).
     pub(crate) fn addrs(&self) -> (SockAddr, SockAddr) {
         let (mut local, mut peer) = (SockAddr::none(), SockAddr::none());
         // SAFETY: A live socket; each call writes at most a `sockaddr_storage`, and leaves it
@@ -330,6 +331,9 @@ impl Socket {
         if pc.iter().all(|(v, _)| v.len() == 0) {
             return Ok(0);
         }
+        // Zeroed once per call: each run fills the entries it hands to TCP.
+        let mut bv: [bindings::bio_vec; MAX_IOV] = pin_init::zeroed();
+        let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
         let base = if block { 0 } else { bindings::MSG_DONTWAIT };
         let sk = self.sk();
         // SAFETY: A live socket; released below.
@@ -346,8 +350,6 @@ impl Socket {
                 .count();
             let pieces = pc.get(i..i + run).unwrap_or(&[]);
             let j = i + run;
-            let mut bv: [bindings::bio_vec; MAX_IOV] = pin_init::zeroed();
-            let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
             let mut len = 0usize;
             for (k, (v, _)) in pieces.iter().enumerate() {
                 if splice {
@@ -447,7 +449,8 @@ impl Socket {
         // read each once (`READ_ONCE`).
         let (err, state) = unsafe { (bindings::siw_rs_sk_err(sk), bindings::siw_rs_sk_state(sk)) };
         if err != 0 {
-            return Err(Error::from_errno(-err.abs()));
+            // `sk_err` holds a positive errno; saturate rather than overflow on nonsense.
+            return Err(Error::from_errno(err.saturating_abs().saturating_neg()));
         }
         match u32::try_from(state).unwrap_or(0) {
             bindings::TCP_ESTABLISHED => Ok(true),
