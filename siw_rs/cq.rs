@@ -24,6 +24,7 @@ use crate::{
         siw_abi::{
             op,
             wc,
+            wqe,
             UrespCreateCq,
             CQE_SIZE,
             CQE_VALID,
@@ -72,6 +73,8 @@ pub(crate) struct Completion {
     pub(crate) qp_handle: u64,
     /// Solicited event (wakes a CQ armed for solicited completions).
     pub(crate) solicited: bool,
+    /// The local STag a received Send with Invalidate invalidated.
+    pub(crate) invalidated: Option<u32>,
 }
 
 /// Adds `c` to `cq` and wakes its consumer if it armed the CQ; on overflow fails with
@@ -175,7 +178,7 @@ impl SiwCq {
                 opcode: c.opcode,
                 status: c.status,
                 bytes: c.bytes,
-                imm: 0,
+                imm: c.invalidated.map_or(0, u64::from),
                 qp: if self.user {
                     u64::from(c.qp_num)
                 } else {
@@ -183,7 +186,12 @@ impl SiwCq {
                 },
             },
         )?;
-        flags.store(CQE_VALID, Ordering::Release);
+        let inval = if c.invalidated.is_some() {
+            wqe::REM_INVAL
+        } else {
+            0
+        };
+        flags.store(CQE_VALID | inval, Ordering::Release);
         idx.put = idx.put.wrapping_add(1);
         // The control word follows the last CQE.
         let ctrl = mem.atomic_u32(self.ring.end(CQE_SIZE)).ok_or(EINVAL)?;
@@ -204,7 +212,8 @@ impl SiwCq {
             let Some(flags) = mem.atomic_u8(off.saturating_add(CQE_FLAGS)) else {
                 break;
             };
-            if flags.load(Ordering::Acquire) & CQE_VALID == 0 {
+            let f = flags.load(Ordering::Acquire);
+            if f & CQE_VALID == 0 {
                 break;
             }
             let Some(c) = mem.read::<Cqe>(off) else {
@@ -216,6 +225,7 @@ impl SiwCq {
                 status: wc_status(c.status),
                 byte_len: c.bytes,
                 qp: c.qp,
+                invalidated: (f & wqe::REM_INVAL != 0).then_some(c.imm as u32),
             };
             flags.store(0, Ordering::Release);
             idx.get = idx.get.wrapping_add(1);

@@ -68,7 +68,7 @@ pub(crate) const MAX_SGE: u32 = siw_abi::MAX_SGE as u32;
 /// `SIW_MAX_SGE_RD`: an iWARP Read sink is one SGE.
 const MAX_SGE_RD: u32 = 1;
 /// `SIW_MAX_SGE_PBL`.
-const MAX_SGE_PBL: u32 = 256;
+pub(crate) const MAX_SGE_PBL: u32 = 256;
 /// `SIW_MAX_CQ`.
 pub(crate) const MAX_CQ: u32 = 1024 * 100;
 /// `SIW_MAX_CQE`.

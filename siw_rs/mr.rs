@@ -7,7 +7,8 @@ use crate::{
     device::{
         Siw,
         SiwDev,
-        MAX_MR, //
+        MAX_MR,
+        MAX_SGE_PBL, //
     },
     glue::{
         random_u32,
@@ -15,6 +16,8 @@ use crate::{
             object::User,
             umem::{
                 KernelMem,
+                KernelPages,
+                MappedPage,
                 MrMem,
                 UserPages, //
             },
@@ -22,6 +25,7 @@ use crate::{
                 Access,
                 AccessFlags,
                 MrKeys,
+                MrMap,
                 UserMr, //
             },
         },
@@ -36,9 +40,18 @@ use crate::{
     },
     table::Tables,
 };
+use core::sync::atomic::{
+    AtomicBool,
+    Ordering, //
+};
 use kernel::{
+    new_spinlock_irq,
     prelude::*,
-    sync::{Arc, UniqueArc},
+    sync::{
+        Arc,
+        SpinLockIrq,
+        UniqueArc, //
+    },
 };
 
 /// A random 8-bit STag key.
@@ -62,7 +75,13 @@ pub(crate) enum AccessError {
     Bounds,
 }
 
-/// What the data path sees of a region.
+/// What the data path sees of a region: for a fast-registration MR, one registration of it.
+///
+/// A registration never changes: `REG_MR` publishes a new one under the MR's STag index,
+/// and invalidation clears `valid` of the current one. Work that took a registration before
+/// it was invalidated (an element being sent) finishes with it; every inbound segment looks
+/// the STag up again, so none is placed once the STag is invalid or re-registered under a
+/// new key (RFC 5040 section 8.1.1, item 6).
 pub(crate) struct MrCore {
     /// The STag (local and remote key).
     pub(crate) stag: u32,
@@ -72,11 +91,23 @@ pub(crate) struct MrCore {
     access: AccessFlags,
     /// Start of the region (the iova both sides address it by).
     virt: u64,
-    /// The memory: pinned user pages, or kernel memory for a DMA MR.
+    /// The memory: pinned user pages, kernel memory for a DMA MR, or the pages a kernel
+    /// consumer mapped onto a fast-registration MR.
     pub(crate) pages: MrMem,
+    /// A fast-registration MR's mapping, which `REG_MR` registers; `None` for the others,
+    /// which are valid from registration to deregistration and cannot be invalidated.
+    fast: Option<Arc<FastMap>>,
+    /// The STag state of RFC 5040 (valid / invalid); only a fast-registration MR is ever
+    /// invalid.
+    valid: AtomicBool,
 }
 
 impl MrCore {
+    /// Whether the STag is valid (RFC 5040: accesses to an invalid STag are refused).
+    pub(crate) fn is_valid(&self) -> bool {
+        self.valid.load(Ordering::Acquire)
+    }
+
     /// Checks an access of `len` bytes at address `addr` by a QP of PD `pd` that needs the
     /// rights `need` (none for local read); returns the offset into the region.
     pub(crate) fn check(
@@ -110,10 +141,112 @@ pub(crate) const REMOTE_WRITE: AccessFlags = AccessFlags::from_raw(Access::Remot
 /// The right an inbound RDMA Read needs.
 pub(crate) const REMOTE_READ: AccessFlags = AccessFlags::from_raw(Access::RemoteRead as u32);
 
+/// The pages `map_mr_sg` mapped onto a fast-registration MR, waiting for a `REG_MR`.
+#[pin_data]
+pub(crate) struct FastMap {
+    /// The most pages the MR takes (`max_num_sg` of `ib_alloc_mr`).
+    max: usize,
+    #[pin]
+    map: SpinLockIrq<Mapped>,
+}
+
+/// The mapping itself.
+struct Mapped {
+    /// Room for `max` pages, allocated with the MR: mapping runs in atomic context.
+    pages: KVec<MappedPage>,
+    page_size: u64,
+    /// The offset of the first byte in the first page.
+    first: u64,
+}
+
+/// Why a `REG_MR` or an invalidation was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FastRegError {
+    /// No such MR in this PD, or not with this key.
+    Stag,
+    /// Not a fast-registration MR (registered user memory, a DMA MR), or a `REG_MR` of an
+    /// MR that is valid (it must be invalidated first).
+    NotAllowed,
+    /// The mapping does not hold the range, or no memory for the registration.
+    Mapping,
+}
+
+/// Registers the fast-registration MR whose STag index `mr` names under `key` with `access`,
+/// for `length` bytes from `iova`, over the pages last mapped onto it (`IB_WR_REG_MR`, posted
+/// to a QP of PD `pd`). The MR must be of that PD and invalid, and `key` must keep its index.
+/// (Consumers bump the `ib_mr`'s keys with `ib_update_fast_reg_key` before posting, so only
+/// the index of `mr` says which MR is meant.)
+pub(crate) fn register(
+    tables: &Tables,
+    pd: usize,
+    mr: u32,
+    key: u32,
+    access: AccessFlags,
+    iova: u64,
+    length: u64,
+) -> Result<(), FastRegError> {
+    if key >> 8 != mr >> 8 {
+        return Err(FastRegError::Stag);
+    }
+    let cur = tables.mr_at(mr >> 8).ok_or(FastRegError::Stag)?;
+    if cur.pd != pd {
+        return Err(FastRegError::Stag);
+    }
+    let fast = cur.fast.clone().ok_or(FastRegError::NotAllowed)?;
+    if cur.is_valid() {
+        return Err(FastRegError::NotAllowed);
+    }
+    let mut pages = KVec::with_capacity(fast.max, GFP_KERNEL).map_err(|_| FastRegError::Mapping)?;
+    let (page_size, first) = {
+        let m = fast.map.lock();
+        // Within the capacity just reserved: no allocation under the lock.
+        pages
+            .extend_from_slice(&m.pages, GFP_ATOMIC)
+            .map_err(|_| FastRegError::Mapping)?;
+        (m.page_size, m.first)
+    };
+    let mem =
+        KernelPages::new(pages, page_size, first, length).map_err(|_| FastRegError::Mapping)?;
+    let reg = Arc::new(
+        MrCore {
+            stag: key,
+            pd,
+            access,
+            virt: iova,
+            pages: MrMem::Pages(mem),
+            fast: Some(fast),
+            valid: AtomicBool::new(true),
+        },
+        GFP_KERNEL,
+    )
+    .map_err(|_| FastRegError::Mapping)?;
+    tables
+        .replace_mr(mr >> 8, reg)
+        .map_err(|_| FastRegError::Stag)
+}
+
+/// Invalidates the STag `stag` for a QP of PD `pd`: a Local Invalidate, a Read with
+/// Invalidate's sink, or the STag a peer's Send with Invalidate names. Only a
+/// fast-registration MR of the PD can be invalidated; invalidating an invalid one is no
+/// error (as by the verbs).
+pub(crate) fn invalidate(tables: &Tables, pd: usize, stag: u32) -> Result<(), FastRegError> {
+    let cur = tables.mr_at(stag >> 8).ok_or(FastRegError::Stag)?;
+    if cur.pd != pd || cur.stag != stag {
+        return Err(FastRegError::Stag);
+    }
+    if cur.fast.is_none() {
+        return Err(FastRegError::NotAllowed);
+    }
+    cur.valid.store(false, Ordering::Release);
+    Ok(())
+}
+
 /// A registered memory region.
 pub(crate) struct SiwMr {
     index: u32,
     tables: Arc<Tables>,
+    /// The mapping of a fast-registration MR.
+    fast: Option<Arc<FastMap>>,
     _count: Counted,
 }
 
@@ -143,6 +276,8 @@ impl SiwMr {
                 access: mr.access,
                 virt: mr.virt,
                 pages: MrMem::User(UserPages::new(mr.umem, mr.len)?),
+                fast: None,
+                valid: AtomicBool::new(true),
             },
             GFP_KERNEL,
         )?;
@@ -151,6 +286,7 @@ impl SiwMr {
         let this = Self {
             index,
             tables: dev.tables.clone(),
+            fast: None,
             _count: count,
         };
         if let Some(u) = user {
@@ -189,6 +325,8 @@ impl SiwMr {
                 access,
                 virt: 0,
                 pages: MrMem::Kernel(mem),
+                fast: None,
+                valid: AtomicBool::new(true),
             },
             GFP_KERNEL,
         )?;
@@ -198,6 +336,7 @@ impl SiwMr {
             Self {
                 index,
                 tables: dev.tables.clone(),
+                fast: None,
                 _count: count,
             },
             MrKeys {
@@ -205,6 +344,82 @@ impl SiwMr {
                 rkey: stag,
             },
         ))
+    }
+}
+
+impl SiwMr {
+    /// A kernel consumer's fast-registration MR in PD `pd` for up to `max_pages` pages:
+    /// invalid, with a random key, until a `REG_MR` registers what `map_mr_sg` mapped.
+    pub(crate) fn fast(dev: &SiwDev, pd: usize, max_pages: u32) -> Result<(Self, MrKeys)> {
+        if max_pages == 0 || max_pages > MAX_SGE_PBL {
+            return Err(EINVAL);
+        }
+        let count = Counted::new(&dev.counts, Kind::Mr, MAX_MR)?;
+        let max = max_pages as usize;
+        let pages = KVec::with_capacity(max, GFP_KERNEL)?;
+        let map = Arc::pin_init(
+            pin_init!(FastMap {
+                max,
+                map <- new_spinlock_irq!(
+                    Mapped {
+                        pages,
+                        page_size: 0,
+                        first: 0,
+                    },
+                    "FastMap::map"
+                ),
+            }),
+            GFP_KERNEL,
+        )?;
+        let core = UniqueArc::new(
+            MrCore {
+                stag: u32::from(random_key()),
+                pd,
+                access: AccessFlags::from_raw(0),
+                virt: 0,
+                pages: MrMem::Pages(KernelPages::empty()),
+                fast: Some(map.clone()),
+                valid: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )?;
+        let stag = dev.tables.publish_mr(core)?;
+        Ok((
+            Self {
+                index: stag >> 8,
+                tables: dev.tables.clone(),
+                fast: Some(map),
+                _count: count,
+            },
+            MrKeys {
+                lkey: stag,
+                rkey: stag,
+            },
+        ))
+    }
+
+    /// `map_mr_sg`: a new mapping replaces the last (a registration keeps its own copy).
+    pub(crate) fn map_sg(&self, map: MrMap<'_, Siw>) -> Result<usize> {
+        let fast = self.fast.as_ref().ok_or(EINVAL)?;
+        fast.map.lock().pages.clear();
+        let (n, layout) = map.map()?;
+        if !layout.page_size.is_power_of_two() {
+            return Err(EINVAL);
+        }
+        let mut m = fast.map.lock();
+        m.page_size = layout.page_size;
+        m.first = layout.iova & (layout.page_size - 1);
+        Ok(n)
+    }
+
+    /// The next page of `map_sg`; `ENOMEM` once the MR holds its `max_pages`.
+    pub(crate) fn set_page(&self, page: MappedPage) -> Result {
+        let fast = self.fast.as_ref().ok_or(EINVAL)?;
+        fast.map
+            .lock()
+            .pages
+            .push_within_capacity(page)
+            .map_err(|_| ENOMEM)
     }
 }
 

@@ -67,6 +67,7 @@ use crate::{
     },
     queue::{
         post_wqe,
+        RegMrWqe,
         Ring,
         Rqe,
         Sge,
@@ -337,6 +338,12 @@ impl QpCore {
         self.srq.as_ref()
     }
 
+    /// Whether a kernel consumer owns the QP (only its send queue may hold local
+    /// operations: `REG_MR`, Local Invalidate, Read with Invalidate).
+    pub(crate) fn is_kernel(&self) -> bool {
+        self.kernel
+    }
+
     /// Every send completes signalled (`IB_SIGNAL_ALL_WR`).
     pub(crate) fn sig_all(&self) -> bool {
         self.sig_all
@@ -558,14 +565,17 @@ impl SiwQp {
     /// would write. In RTS the connection's work sends it; in ERROR it completes flushed;
     /// before RTS there is no connection to send on (`ENOTCONN`); a full queue is `ENOMEM`.
     fn post_one_send(&self, w: &SendWr<'_>) -> Result {
-        let inline =
-            if w.flags.contains(SendFlag::Inline) && !matches!(w.op, SendOp::RdmaRead { .. }) {
-                let mut data = [0u8; MAX_INLINE];
-                let len = w.gather_inline(&mut data)?;
-                Some((data, u32::try_from(len).map_err(|_| EINVAL)?))
-            } else {
-                None
-            };
+        let inline = if w.flags.contains(SendFlag::Inline)
+            && matches!(
+                w.op,
+                SendOp::Send | SendOp::SendWithInv { .. } | SendOp::RdmaWrite { .. }
+            ) {
+            let mut data = [0u8; MAX_INLINE];
+            let len = w.gather_inline(&mut data)?;
+            Some((data, u32::try_from(len).map_err(|_| EINVAL)?))
+        } else {
+            None
+        };
         let core = &*self.core;
         if !matches!(core.state_now(), State::Rts | State::Error) {
             return Err(ENOTCONN);
@@ -578,6 +588,11 @@ impl SiwQp {
             SendOp::RdmaRead { remote_addr, rkey } => (op::READ, rkey, remote_addr),
             SendOp::Send => (op::SEND, 0, 0),
             SendOp::SendWithInv { rkey } => (op::SEND_REMOTE_INV, rkey, 0),
+            SendOp::RdmaReadWithInv { remote_addr, rkey } => {
+                (op::READ_LOCAL_INV, rkey, remote_addr)
+            }
+            SendOp::LocalInv { rkey } => (op::INVAL_STAG, rkey, 0),
+            SendOp::RegMr { .. } => (op::REG_MR, 0, 0),
             SendOp::Other(_) => return Err(EINVAL),
         };
         let mut flags = 0u16;
@@ -599,6 +614,23 @@ impl SiwQp {
             sge: queue_sges(w.sge),
             ..Default::default()
         };
+        if let SendOp::RegMr {
+            mr,
+            key,
+            access,
+            iova,
+            length,
+        } = w.op
+        {
+            RegMrWqe {
+                mr,
+                key,
+                access: access.bits(),
+                iova,
+                length,
+            }
+            .encode(&mut sqe);
+        }
         let inline = inline.map(|(data, len)| {
             sqe.num_sge = 1;
             sqe.sge = Default::default();
@@ -804,6 +836,7 @@ impl QpCore {
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,
                 solicited: false,
+                invalidated: None,
             };
             let _ = st.complete(false, &c);
         }
@@ -832,6 +865,7 @@ impl QpCore {
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,
                 solicited: false,
+                invalidated: None,
             };
             if st.complete(false, &c).is_err() {
                 break;
@@ -856,6 +890,7 @@ impl QpCore {
                     qp_num: st.ids.qpn,
                     qp_handle: st.ids.handle,
                     solicited: false,
+                    invalidated: None,
                 };
                 let _ = st.complete(true, &c);
             }
@@ -877,6 +912,7 @@ impl QpCore {
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,
                 solicited: false,
+                invalidated: None,
             };
             if st.complete(true, &c).is_err() {
                 break;
@@ -903,6 +939,7 @@ pub(crate) fn sq_completion(
         qp_num: st.ids.qpn,
         qp_handle: st.ids.handle,
         solicited: false,
+        invalidated: None,
     }
 }
 

@@ -83,6 +83,47 @@ pub(crate) struct Cqe {
     pub(crate) qp: u64,
 }
 
+/// A kernel QP's `REG_MR` element. The C siw keeps a pointer to the `ib_mr` in it; siw_rs
+/// keeps the MR's STag (its index names the MR) and what the work request says, where the
+/// SGEs would be. User space cannot post it ([`crate::tx`] refuses local operations from a
+/// user's send queue), so this layout is no ABI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RegMrWqe {
+    /// The MR's STag when posted (`ib_mr.lkey`).
+    pub(crate) mr: u32,
+    /// The STag to register it under (same index, possibly a new key).
+    pub(crate) key: u32,
+    /// `IB_ACCESS_*`.
+    pub(crate) access: u32,
+    pub(crate) iova: u64,
+    pub(crate) length: u64,
+}
+
+impl RegMrWqe {
+    /// Writes the request into `sqe`.
+    pub(crate) fn encode(&self, sqe: &mut Sqe) {
+        sqe.num_sge = 0;
+        sqe.rkey = self.key;
+        sqe.raddr = self.iova;
+        sqe.sge[0] = Sge {
+            laddr: self.length,
+            length: self.access,
+            lkey: self.mr,
+        };
+    }
+
+    /// Reads the request from `sqe`.
+    pub(crate) fn decode(sqe: &Sqe) -> Self {
+        Self {
+            mr: sqe.sge[0].lkey,
+            key: sqe.rkey,
+            access: sqe.sge[0].length,
+            iova: sqe.raddr,
+            length: sqe.sge[0].laddr,
+        }
+    }
+}
+
 /// Offset of `flags` in an SQE and an RQE.
 pub(crate) const WQE_FLAGS: usize = offset_of!(Sqe, flags);
 /// Offset of `flags` in a CQE.

@@ -17,7 +17,7 @@ use crate::{
         rdma::{mmap::SharedMem, verbs::AccessFlags},
         siw_abi::{op, wc, wqe, RQE_SIZE},
     },
-    mr::{AccessError, MrCore, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE},
+    mr::{self, AccessError, MrCore, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE},
     proto::{
         ddp::DdpHdr,
         error::TermError,
@@ -305,6 +305,30 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
     link.rx.messages = link.rx.messages.saturating_add(1);
     match h.opcode {
         Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
+            let placed = link
+                .rx
+                .send
+                .as_ref()
+                .ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?
+                .status
+                .is_none();
+            // RFC 5040 section 5.3: on delivery, invalidate the STag if it is associated
+            // with this stream, else Terminate "STag cannot be invalidated". The same answer
+            // for an STag that does not exist, is another PD's, or is not a
+            // fast-registration MR's (registered memory cannot be invalidated): a peer
+            // cannot tell them apart, so cannot probe STags this way either. On that error
+            // the receive stays in progress, to complete flushed with the connection.
+            let invalidated = match (h.opcode, h.ddp) {
+                (Opcode::SendInvalidate | Opcode::SendSeInvalidate, DdpHdr::Untagged(u))
+                    if placed =>
+                {
+                    mr::invalidate(qp.tables(), qp.pd(), u.rsvd_ulp)
+                        .map_err(|_| RxStop::Term(TermError::RdmapProtCannotInvalidate))?;
+                    Some(u.rsvd_ulp)
+                }
+                _ => None,
+            };
+            let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
             let s = link
                 .rx
                 .send
@@ -320,6 +344,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,
                 solicited: h.opcode.solicited(),
+                invalidated,
             };
             let _ = st.complete(false, &c);
             Ok(())
@@ -330,7 +355,14 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 .orq
                 .remove(0)
                 .map_err(|_| RxStop::Term(TermError::LlpInvalidReqResp))?;
-            if let Some(c) = read_done(st, &o, wc::SUCCESS) {
+            // A Read with Invalidate: the sink goes invalid with the response in.
+            let status =
+                if o.invalidate && mr::invalidate(qp.tables(), qp.pd(), o.sink_stag).is_err() {
+                    wc::LOC_PROT_ERR
+                } else {
+                    wc::SUCCESS
+                };
+            if let Some(c) = read_done(st, &o, status) {
                 let _ = st.complete(true, &c);
             }
             Ok(())

@@ -153,9 +153,30 @@ impl Tables {
         self.mrs.lock().remove(index as usize)
     }
 
-    /// The MR named by `stag` (index and key must match).
+    /// The MR named by `stag` (index and key must match), if the STag is valid.
     pub(crate) fn mr(&self, stag: u32) -> Option<Arc<MrCore>> {
         let mr = self.mrs.lock().get((stag >> 8) as usize).map(Arc::from)?;
-        (mr.stag == stag).then_some(mr)
+        (mr.stag == stag && mr.is_valid()).then_some(mr)
+    }
+
+    /// The MR (the current registration) at STag index `index`, valid or not.
+    pub(crate) fn mr_at(&self, index: u32) -> Option<Arc<MrCore>> {
+        self.mrs.lock().get(index as usize).map(Arc::from)
+    }
+
+    /// Puts the registration `mr` in place of the one at index `index`, which must be
+    /// there (a fast-registration MR's `REG_MR`).
+    pub(crate) fn replace_mr(&self, index: u32, mr: Arc<MrCore>) -> Result {
+        let old = {
+            let mut g = self.mrs.lock();
+            if g.get(index as usize).is_none() {
+                return Err(ENOENT);
+            }
+            g.store(index as usize, mr, GFP_ATOMIC)
+                .map_err(|e| e.error)?
+        };
+        // Dropped outside the lock.
+        drop(old);
+        Ok(())
     }
 }

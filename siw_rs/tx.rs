@@ -13,9 +13,10 @@ use crate::{
     glue::{
         iov::{IoVec, KernelCrc},
         net::tcp::{Socket, MAX_IOV},
+        rdma::verbs::AccessFlags,
         siw_abi::{op, wc, wqe, MAX_INLINE, SQE_SIZE},
     },
-    mr::{MrCore, LOCAL_READ, LOCAL_WRITE},
+    mr::{self, FastRegError, MrCore, LOCAL_READ, LOCAL_WRITE},
     proto::{
         crc::Crc32c,
         ddp::{QN_READ_REQUEST, QN_SEND},
@@ -26,7 +27,7 @@ use crate::{
         segment::{Message, Segmenter, Target},
     },
     qp::{sq_completion, QpCore, QpState, OK},
-    queue::{Sqe, SQE_INLINE, WQE_FLAGS},
+    queue::{RegMrWqe, Sqe, SQE_INLINE, WQE_FLAGS},
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
@@ -80,6 +81,8 @@ pub(crate) struct OrqEntry {
     pub(crate) received: u32,
     /// The peer-to-peer RTR Read: no work request behind it, so never completed.
     pub(crate) rtr: bool,
+    /// A Read with Invalidate: the sink STag is invalidated once the response is in.
+    pub(crate) invalidate: bool,
 }
 
 /// Where an active element's payload comes from.
@@ -433,7 +436,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         if sqe.flags & wqe::READ_FENCE != 0 && !tx.orq.is_empty() {
             return Ok(Ran::Idle);
         }
-        if sqe.opcode == op::READ && ord > 0 && tx.orq.len() >= ord {
+        if matches!(sqe.opcode, op::READ | op::READ_LOCAL_INV) && ord > 0 && tx.orq.len() >= ord {
             return Ok(Ran::Idle);
         }
         let inline = if sqe.flags & wqe::INLINE != 0 {
@@ -447,6 +450,18 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         flags.store(0, Ordering::Release);
         st.sq_get = st.sq_get.wrapping_add(1);
         let signalled = sqe.flags & wqe::SIGNALLED != 0 || qp.sig_all();
+        if qp.is_kernel() && matches!(sqe.opcode, op::REG_MR | op::INVAL_STAG) {
+            // A local operation: done here, in order, nothing on the wire.
+            let status = local_op(qp, &sqe);
+            if signalled || status != OK {
+                let c = sq_completion(st, sqe.id, sqe.opcode, status, 0);
+                let _ = st.complete(true, &c);
+            }
+            if status != OK {
+                return Err(TxStop::Failed);
+            }
+            continue;
+        }
         match activate(qp, st, &sqe, inline, mul, signalled) {
             Ok(()) => {}
             Err(status) => {
@@ -529,6 +544,30 @@ fn payload<'a>(
     }
 }
 
+/// Runs a kernel consumer's `REG_MR` or Local Invalidate; returns the completion status.
+fn local_op(qp: &QpCore, sqe: &Sqe) -> u16 {
+    let r = if sqe.opcode == op::REG_MR {
+        let w = RegMrWqe::decode(sqe);
+        mr::register(
+            qp.tables(),
+            qp.pd(),
+            w.mr,
+            w.key,
+            AccessFlags::from_raw(w.access),
+            w.iova,
+            w.length,
+        )
+    } else {
+        mr::invalidate(qp.tables(), qp.pd(), sqe.rkey)
+    };
+    match r {
+        Ok(()) => OK,
+        Err(FastRegError::Stag) => wc::LOC_PROT_ERR,
+        Err(FastRegError::NotAllowed) => wc::LOC_QP_OP_ERR,
+        Err(FastRegError::Mapping) => wc::LOC_LEN_ERR,
+    }
+}
+
 /// Validates a send queue element and makes it the active one. On error returns the
 /// completion status to report.
 fn activate(
@@ -555,13 +594,15 @@ fn activate(
         op::SEND | op::SEND_REMOTE_INV | op::READ => {
             (Opcode::Send, Target::Tagged { stag: 0, to: 0 })
         }
+        // A kernel consumer's only (`IB_WR_RDMA_READ_WITH_INV`).
+        op::READ_LOCAL_INV if qp.is_kernel() => (Opcode::Send, Target::Tagged { stag: 0, to: 0 }),
         _ => return Err(wc::LOC_QP_OP_ERR),
     };
     let link = st.link.as_mut().ok_or(wc::LOC_QP_OP_ERR)?;
     let ord = link.params.ord;
     let tx = &mut link.tx;
     let solicited = sqe.flags & wqe::SOLICITED != 0;
-    if sqe.opcode == op::READ {
+    if matches!(sqe.opcode, op::READ | op::READ_LOCAL_INV) {
         if inline.is_some() || nsge != 1 || sqe.flags & wqe::READ_FENCE != 0 || ord == 0 {
             return Err(wc::LOC_QP_OP_ERR);
         }
@@ -601,6 +642,7 @@ fn activate(
                 len: sink.length,
                 received: 0,
                 rtr: false,
+                invalidate: sqe.opcode == op::READ_LOCAL_INV,
             })
             .map_err(|_| wc::LOC_QP_OP_ERR)?;
         tx.active = Some(Active {
@@ -741,6 +783,7 @@ fn rtr_message(rtr: Rtr, msn: &mut [u32; 2]) -> (Message, Option<OrqEntry>) {
                 len: 0,
                 received: 0,
                 rtr: true,
+                invalidate: false,
             };
             (m, Some(o))
         }

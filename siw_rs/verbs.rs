@@ -30,12 +30,16 @@ use crate::{
                 Udata,
                 User, //
             },
-            umem::KernelMem,
+            umem::{
+                KernelMem,
+                MappedPage, //
+            },
             verbs::{
                 AccessFlags,
                 Cq,
                 CqNotify,
                 MrKeys,
+                MrMap,
                 Pd,
                 Qp,
                 QpInit,
@@ -187,6 +191,18 @@ impl ibdev::Driver for Siw {
 
     fn get_dma_mr(pd: &Pd<Self>, access: AccessFlags, mem: KernelMem) -> Result<(SiwMr, MrKeys)> {
         SiwMr::dma(pd.device::<Self>().data(), pd.id(), access, mem)
+    }
+
+    fn alloc_mr(pd: &Pd<Self>, max_pages: u32) -> Result<(SiwMr, MrKeys)> {
+        SiwMr::fast(pd.device::<Self>().data(), pd.id(), max_pages)
+    }
+
+    fn map_mr_sg(mr: &SiwMr, map: MrMap<'_, Self>) -> Result<usize> {
+        mr.map_sg(map)
+    }
+
+    fn set_page(mr: &SiwMr, page: MappedPage) -> Result {
+        mr.set_page(page)
     }
 
     fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize {

@@ -101,6 +101,8 @@ pub(crate) mod wqe {
     pub(crate) const SIGNALLED: u16 = bindings::siw_wqe_flags_SIW_WQE_SIGNALLED as u16;
     pub(crate) const SOLICITED: u16 = bindings::siw_wqe_flags_SIW_WQE_SOLICITED as u16;
     pub(crate) const READ_FENCE: u16 = bindings::siw_wqe_flags_SIW_WQE_READ_FENCE as u16;
+    /// In a CQE's (8-bit) flags: the receive invalidated the STag in `inval_stag`.
+    pub(crate) const REM_INVAL: u8 = bindings::siw_wqe_flags_SIW_WQE_REM_INVAL as u8;
 }
 
 /// `enum siw_wc_status`.

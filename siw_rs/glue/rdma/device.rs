@@ -27,12 +27,16 @@ use super::{
         Udata,
         User, //
     },
-    umem::KernelMem,
+    umem::{
+        KernelMem,
+        MappedPage, //
+    },
     verbs::{
         AccessFlags,
         Cq,
         CqNotify,
         MrKeys,
+        MrMap,
         Pd,
         Qp,
         QpInit,
@@ -306,6 +310,23 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// A kernel consumer's DMA MR (all of memory, by kernel address, through `mem`).
     fn get_dma_mr(pd: &Pd<Self>, access: AccessFlags, mem: KernelMem)
         -> Result<(Self::Mr, MrKeys)>;
+    /// A kernel consumer's fast-registration MR (`ib_alloc_mr`, `IB_MR_TYPE_MEM_REG`) for up
+    /// to `max_pages` pages: its data and keys. It names no memory until an `IB_WR_REG_MR`
+    /// registers the pages `map_mr_sg` gave it.
+    fn alloc_mr(_pd: &Pd<Self>, _max_pages: u32) -> Result<(Self::Mr, MrKeys)> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Maps a scatterlist onto an MR of `alloc_mr` (`ib_map_mr_sg`): [`MrMap::map`] runs the
+    /// core's `ib_sg_to_pages`, which calls [`Driver::set_page`] for each page. Returns the
+    /// number of scatterlist entries mapped. May be called in atomic context.
+    fn map_mr_sg(_mr: &Self::Mr, _map: MrMap<'_, Self>) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// The next page of a [`Driver::map_mr_sg`] in progress; an error ends the mapping
+    /// there.
+    fn set_page(_mr: &Self::Mr, _page: MappedPage) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Takes completions from a kernel CQ into `out`; returns how many.
     fn poll_cq(cq: &Cq<Self>, out: &mut [Wc]) -> usize;
     /// Arms a kernel CQ; returns whether completions are already waiting.
@@ -704,6 +725,10 @@ impl<T: Driver> Adapter<T> {
         ops.reg_user_mr = Some(Self::reg_user_mr);
         ops.dereg_mr = Some(Self::dereg_mr);
         ops.get_dma_mr = Some(Self::get_dma_mr);
+        if T::HAS_ALLOC_MR {
+            ops.alloc_mr = Some(Self::alloc_mr);
+            ops.map_mr_sg = Some(Self::map_mr_sg);
+        }
         if T::HAS_IW_CONNECT {
             ops.iw_connect = Some(Self::iw_connect);
         }

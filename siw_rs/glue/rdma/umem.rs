@@ -287,6 +287,100 @@ impl KernelMem {
     }
 }
 
+/// A page a kernel consumer mapped onto a fast-registration MR ([`Driver::set_page`]), by
+/// its DMA address (the kernel virtual address: the device does virtual DMA).
+///
+/// # Invariants
+///
+/// Made only by the `set_page` trampoline: the consumer hands the page to the device, to be
+/// accessed once a `REG_MR` registers it (as with a DMA MR, it answers for what it maps).
+///
+/// [`Driver::set_page`]: super::device::Driver::set_page
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MappedPage(pub(super) u64);
+
+/// The memory of a registered fast-registration MR: `len` bytes from offset `first` of a
+/// list of equally sized pages.
+///
+/// # Invariants
+///
+/// `page_size` is a power of two, `first < page_size`, and `first + len` fits in the pages.
+pub(crate) struct KernelPages {
+    pages: KVec<MappedPage>,
+    page_size: usize,
+    first: usize,
+    len: usize,
+}
+
+impl KernelPages {
+    /// `len` bytes from `first` in the first of `pages`, each `page_size` bytes. `EINVAL`
+    /// for a page size that is not a power of two, or a range the pages do not hold.
+    pub(crate) fn new(
+        pages: KVec<MappedPage>,
+        page_size: u64,
+        first: u64,
+        len: u64,
+    ) -> Result<Self> {
+        let page_size = usize::try_from(page_size).map_err(|_| EINVAL)?;
+        let first = usize::try_from(first).map_err(|_| EINVAL)?;
+        let len = usize::try_from(len).map_err(|_| EINVAL)?;
+        if !page_size.is_power_of_two() || first >= page_size {
+            return Err(EINVAL);
+        }
+        let room = pages.len().checked_mul(page_size).ok_or(EINVAL)?;
+        if first.checked_add(len).ok_or(EINVAL)? > room {
+            return Err(EINVAL);
+        }
+        // INVARIANT: Checked above.
+        Ok(Self {
+            pages,
+            page_size,
+            first,
+            len,
+        })
+    }
+
+    /// No memory at all (an MR not registered yet).
+    pub(crate) fn empty() -> Self {
+        // INVARIANT: A power of two; nothing to hold.
+        Self {
+            pages: KVec::new(),
+            page_size: 1,
+            first: 0,
+            len: 0,
+        }
+    }
+
+    /// Calls `f` on the pieces of `len` bytes at `off`, by kernel address, each inside one
+    /// linear-map page (checked).
+    fn pieces(&self, off: usize, len: usize, mut f: impl FnMut(usize, usize) -> Result) -> Result {
+        let end = off.checked_add(len).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        let mut pos = off.checked_add(self.first).ok_or(EFAULT)?;
+        let mut left = len;
+        while left > 0 {
+            // `page_size` is a power of two (invariant).
+            let page = self
+                .pages
+                .get(pos >> self.page_size.trailing_zeros())
+                .ok_or(EFAULT)?;
+            let in_page = pos & self.page_size.wrapping_sub(1);
+            let n = left.min(self.page_size.wrapping_sub(in_page));
+            let addr = usize::try_from(page.0)
+                .ok()
+                .and_then(|a| a.checked_add(in_page))
+                .ok_or(EFAULT)?;
+            // INVARIANT (of `KernelMem`): pages the consumer mapped and registered.
+            KernelMem(()).pieces(addr, n, &mut f)?;
+            pos = pos.wrapping_add(n);
+            left = left.wrapping_sub(n);
+        }
+        Ok(())
+    }
+}
+
 /// Copies the `n` bytes of `src` from `*done` on to `addr`, and counts them.
 ///
 /// # Safety
@@ -307,6 +401,8 @@ pub(crate) enum MrMem {
     User(UserPages),
     /// Kernel memory by kernel address (a DMA MR).
     Kernel(KernelMem),
+    /// A kernel consumer's pages, registered by a `REG_MR` (a fast-registration MR).
+    Pages(KernelPages),
 }
 
 impl MrMem {
@@ -315,6 +411,7 @@ impl MrMem {
         match self {
             Self::User(u) => u.len(),
             Self::Kernel(_) => usize::MAX,
+            Self::Pages(p) => p.len,
         }
     }
 
@@ -327,6 +424,14 @@ impl MrMem {
                 // SAFETY: `pieces` checked that the bytes lie in linear-map pages, which are
                 // mapped; the consumer granted writing them (invariant).
                 k.pieces(off, src.len(), |addr, n| unsafe {
+                    copy_piece(src, &mut done, addr, n)
+                })
+            }
+            Self::Pages(p) => {
+                let mut done = 0usize;
+                // SAFETY: As for `Kernel`: mapped linear-map pages the consumer registered
+                // for writing.
+                p.pieces(off, src.len(), |addr, n| unsafe {
                     copy_piece(src, &mut done, addr, n)
                 })
             }
@@ -348,6 +453,11 @@ impl MrMem {
                 // SAFETY: `pieces` checked that the bytes lie in mapped linear-map pages,
                 // which stay mapped; the consumer keeps the buffer while its work request
                 // is outstanding (the verbs contract), and granted reading it (invariant).
+                f(unsafe { IoVec::from_raw(addr as *const u8, n) })
+            }),
+            Self::Pages(p) => p.pieces(off, len, |addr, n| {
+                // SAFETY: As for `Kernel`: mapped linear-map pages the consumer registered
+                // and keeps while its work is outstanding.
                 f(unsafe { IoVec::from_raw(addr as *const u8, n) })
             }),
         }

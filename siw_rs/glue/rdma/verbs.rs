@@ -18,6 +18,7 @@ use super::{
     },
     umem::{
         KernelMem,
+        MappedPage,
         Umem, //
     },
 };
@@ -384,6 +385,23 @@ pub(crate) enum SendOp {
     Send,
     /// `IB_WR_SEND_WITH_INV`, invalidating the peer's `rkey`.
     SendWithInv { rkey: u32 },
+    /// `IB_WR_RDMA_READ_WITH_INV`: an RDMA Read whose sink (the first SGE's lkey) is
+    /// invalidated once the response is in.
+    RdmaReadWithInv { remote_addr: u64, rkey: u32 },
+    /// `IB_WR_LOCAL_INV` of the local STag `rkey`.
+    LocalInv { rkey: u32 },
+    /// `IB_WR_REG_MR` (`struct ib_reg_wr`): registers the fast-registration MR whose STag is
+    /// `mr` (its `lkey` now) under the STag `key` with the rights `access`, over the pages
+    /// its last `map_mr_sg` gave, from address `iova` for `length` bytes (as the MR's
+    /// `iova` and `length` read when posting: consumers rewrite the iova between mapping
+    /// and posting).
+    RegMr {
+        mr: u32,
+        key: u32,
+        access: AccessFlags,
+        iova: u64,
+        length: u64,
+    },
     /// Any other opcode, with its `enum ib_wr_opcode` value.
     Other(u32),
 }
@@ -603,15 +621,46 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         // SAFETY: `wr_id` and `wr_cqe` share 8 bytes; any bit pattern is a valid `u64`.
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         let op = match w.opcode {
-            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE | bindings::ib_wr_opcode_IB_WR_RDMA_READ => {
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE
+            | bindings::ib_wr_opcode_IB_WR_RDMA_READ
+            | bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
                 // SAFETY: RDMA opcodes come in an `ib_rdma_wr`, whose first field is `wr`
                 // (the verbs contract for those opcodes).
                 let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
                 let (remote_addr, rkey) = (r.remote_addr, r.rkey);
-                if w.opcode == bindings::ib_wr_opcode_IB_WR_RDMA_WRITE {
-                    SendOp::RdmaWrite { remote_addr, rkey }
-                } else {
-                    SendOp::RdmaRead { remote_addr, rkey }
+                match w.opcode {
+                    bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => {
+                        SendOp::RdmaWrite { remote_addr, rkey }
+                    }
+                    bindings::ib_wr_opcode_IB_WR_RDMA_READ => {
+                        SendOp::RdmaRead { remote_addr, rkey }
+                    }
+                    _ => SendOp::RdmaReadWithInv { remote_addr, rkey },
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_LOCAL_INV => SendOp::LocalInv {
+                // SAFETY: A Local Invalidate sets `ex.invalidate_rkey`; any bits are a `u32`.
+                rkey: unsafe { w.ex.invalidate_rkey },
+            },
+            bindings::ib_wr_opcode_IB_WR_REG_MR => {
+                // SAFETY: `IB_WR_REG_MR` comes in an `ib_reg_wr`, whose first field is `wr`
+                // (the verbs contract for that opcode).
+                let r = unsafe { &*wr.cast::<bindings::ib_reg_wr>() };
+                if r.mr.is_null() {
+                    return Some(Err(EINVAL));
+                }
+                // SAFETY: The consumer's live MR, which it hands over for registration; the
+                // fields read are plain integers it set up before posting.
+                let (mr, iova, length) = unsafe { ((*r.mr).lkey, (*r.mr).iova, (*r.mr).length) };
+                let Ok(access) = u32::try_from(r.access) else {
+                    return Some(Err(EINVAL));
+                };
+                SendOp::RegMr {
+                    mr,
+                    key: r.key,
+                    access: AccessFlags::from_raw(access),
+                    iova,
+                    length,
                 }
             }
             bindings::ib_wr_opcode_IB_WR_SEND => SendOp::Send,
@@ -736,6 +785,8 @@ pub(crate) struct Wc {
     pub(crate) byte_len: u32,
     /// The QP, as [`Obj::kernel_handle`] named it.
     pub(crate) qp: u64,
+    /// The local STag a received Send with Invalidate invalidated (`IB_WC_WITH_INVALIDATE`).
+    pub(crate) invalidated: Option<u32>,
 }
 
 /// Which completions wake an armed CQ (`enum ib_cq_notify_flags`).
@@ -1247,6 +1298,10 @@ impl<T: Driver> Adapter<T> {
                 out.opcode = w.opcode.to_c();
                 out.byte_len = w.byte_len;
                 out.qp = w.qp as usize as *mut bindings::ib_qp;
+                if let Some(stag) = w.invalidated {
+                    out.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as c_int;
+                    out.ex.invalidate_rkey = stag;
+                }
                 // SAFETY: The core passes room for `num` entries; `done + i < num`.
                 unsafe { wc.add(done.saturating_add(i)).write(out) };
             }
@@ -1306,6 +1361,77 @@ impl<T: Driver> Adapter<T> {
         }
     }
 
+    /// The `alloc_mr` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.alloc_mr` of a device of driver `T`,
+    /// with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        let r = (|| -> Result<*mut bindings::ib_mr> {
+            // Gapped and integrity MRs are not offered (no `IB_DEVICE_SG_GAPS_REG`, no
+            // integrity handover).
+            if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+                return Err(EINVAL);
+            }
+            // SAFETY: A live PD of this device.
+            let pdo = unsafe { Pd::<T>::from_raw(pd) };
+            let (data, keys) = T::alloc_mr(pdo, max_num_sg)?;
+            MrAlloc::<T>::publish(data, keys)
+        })();
+        match r {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// The `map_mr_sg` callback.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.map_mr_sg` of a device of driver `T`
+    /// for an MR of its `alloc_mr`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn map_mr_sg(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: c_int,
+        sg_offset: *mut c_uint,
+    ) -> c_int {
+        // SAFETY: `mr` came from `MrAlloc::publish` (the `ib_mr` at offset 0) and lives for
+        // the call.
+        let obj = unsafe { &*mr.cast::<MrAlloc<T>>() };
+        let map = MrMap {
+            mr,
+            sg,
+            sg_nents,
+            sg_offset,
+            _p: PhantomData,
+        };
+        match T::map_mr_sg(&obj.data, map) {
+            Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// `ib_sg_to_pages`'s `set_page` callback for [`MrMap::map`].
+    ///
+    /// # Safety
+    ///
+    /// Called only by `ib_sg_to_pages` within [`MrMap::map`], for an MR of `alloc_mr`.
+    unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
+        // SAFETY: As in `map_mr_sg`, whose call this is part of.
+        let obj = unsafe { &*mr.cast::<MrAlloc<T>>() };
+        // INVARIANT (of `MappedPage`): the consumer maps this page onto its MR.
+        match T::set_page(&obj.data, MappedPage(addr)) {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
+    }
+
     /// The `dereg_mr` callback.
     ///
     /// # Safety
@@ -1322,6 +1448,56 @@ impl<T: Driver> Adapter<T> {
         T::dereg_mr(&obj.data);
         drop(obj);
         0
+    }
+}
+
+/// Where a mapped MR's pages start and what they span, as `ib_sg_to_pages` left them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MrLayout {
+    /// The address of the first byte (`ib_mr.iova`).
+    pub(crate) iova: u64,
+    /// The size of each page (`ib_mr.page_size`), a power of two.
+    pub(crate) page_size: u64,
+}
+
+/// A `map_mr_sg` call in progress: the MR and the scatterlist to map onto it.
+///
+/// # Invariants
+///
+/// `mr` is a live MR of `alloc_mr` of driver `T`; `sg`, `sg_nents` and `sg_offset` are the
+/// core's arguments of the `map_mr_sg` call this value lives in.
+pub(crate) struct MrMap<'a, T: Driver> {
+    mr: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    sg_nents: c_int,
+    sg_offset: *mut c_uint,
+    _p: PhantomData<&'a T>,
+}
+
+impl<T: Driver> MrMap<'_, T> {
+    /// Runs `ib_sg_to_pages`, which calls [`Driver::set_page`] for each page; returns the
+    /// number of entries mapped and the layout.
+    pub(crate) fn map(self) -> Result<(usize, MrLayout)> {
+        // SAFETY: The core's arguments (invariant); `set_page` matches the callback type
+        // and treats `mr` as an MR of `T`. The helper sets `iova` and `length` of the MR.
+        let n = unsafe {
+            bindings::ib_sg_to_pages(
+                self.mr,
+                self.sg,
+                self.sg_nents,
+                self.sg_offset,
+                Some(Adapter::<T>::set_page),
+            )
+        };
+        let n = usize::try_from(n).map_err(|_| Error::from_errno(n))?;
+        // SAFETY: A live MR (invariant); plain integers the core and the helper set.
+        let layout = unsafe {
+            MrLayout {
+                iova: (*self.mr).iova,
+                page_size: u64::from((*self.mr).page_size),
+            }
+        };
+        Ok((n, layout))
     }
 }
 
