@@ -391,13 +391,16 @@ impl Ep {
             return;
         };
         let pol = base_policy();
-        // The peer's IRD bounds our ORD and its ORD is our IRD need (RFC 6581). A revision 1
-        // request says nothing: offer one Read each way, which any peer can take (the C
-        // siw reports 0, and a ULP that accepts with those values cannot Read at all).
+        // The peer's IRD bounds our ORD and its ORD is our IRD need (RFC 6581). The
+        // connection manager's request event carries them as the C siw does: `ird` is the
+        // peer's IRD (rdma_cm's `initiator_depth`, what the ULP may accept as its ORD),
+        // `ord` the peer's ORD (`responder_resources`). A revision 1 request says nothing:
+        // offer one Read each way, which any peer can take (the C siw reports 0, and a ULP
+        // that accepts with those values cannot Read at all).
         let (ird, ord) = frame.ird_ord.map_or((1, 1), |io| {
             (
-                clamp_u8(io.ord.min(pol.max_ird)),
                 clamp_u8(io.ird.min(pol.max_ord)),
+                clamp_u8(io.ord.min(pol.max_ird)),
             )
         });
         match negotiate_responder(&pol, &frame) {
@@ -763,14 +766,17 @@ fn send_frame(sock: Option<&Socket>, f: &MpaFrame<'_>) -> bool {
 }
 
 /// A TCP connection from `cm`'s local to its remote address (blocking), as the C siw makes
-/// it: bound first, so the ULP's source address and port hold.
-fn connect_socket(cm: &CmId) -> Result<Socket> {
+/// it: bound first, so the ULP's source address and port hold. Made in the namespace of
+/// `dev`'s netdev, where that address is; the C siw makes it in the caller's, so a kernel
+/// consumer connecting from a worker (xprtrdma: an NFS mount in a network namespace) gets
+/// `EADDRNOTAVAIL` from it.
+fn connect_socket(dev: &Device<Siw>, cm: &CmId) -> Result<Socket> {
     let (laddr, raddr) = (cm.mapped_local_addr(), cm.mapped_remote_addr());
     let family = laddr.family().ok_or(EAFNOSUPPORT)?;
     if raddr.family() != Some(family) {
         return Err(EINVAL);
     }
-    let s = Socket::new_tcp(family, cm.afonly())?;
+    let s = dev.with_netdev(|nd| Socket::new_tcp_in(nd, family, cm.afonly()))??;
     s.bind(&laddr)?;
     s.connect(&raddr)?;
     Ok(s)
@@ -804,7 +810,7 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     if p.private_data.len() > PD_MAX_SIW {
         return Err(EINVAL);
     }
-    let s = connect_socket(&cm)?;
+    let s = connect_socket(dev, &cm)?;
     let ep = Ep::new(d.tables.clone(), Phase::AwaitReply, Some(s), None)?;
     let mut pol = policy(p.ird, p.ord);
     initiator_p2p(&mut pol);

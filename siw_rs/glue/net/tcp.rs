@@ -184,7 +184,42 @@ impl Socket {
                 &mut raw,
             )
         })?;
-        // SAFETY: A new socket, ours; dropping `s` releases it on the error paths below.
+        // SAFETY: Just created, ours.
+        unsafe { Self::set_up(raw, family, v6only) }
+    }
+
+    /// A new TCP socket in the network namespace of `netdev`, whatever the caller's: the
+    /// one a connection over `netdev` must be made in. A connect may come from a kernel
+    /// consumer's worker, which runs in the initial namespace (xprtrdma connects so), while
+    /// the device's netdev, and the source address, live in another. Like `sock_create`,
+    /// the socket holds a reference on its namespace.
+    pub(crate) fn new_tcp_in(netdev: &NetDev, family: Family, v6only: bool) -> Result<Self> {
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: `raw` is a valid out pointer; the namespace is the live netdev's, and the
+        // socket takes its own reference on it (`kern` = 0, as `sock_create` does).
+        to_result(unsafe {
+            bindings::__sock_create(
+                bindings::siw_rs_dev_net(netdev.as_ptr()),
+                family.raw() as c_int,
+                bindings::sock_type_SOCK_STREAM as c_int,
+                bindings::IPPROTO_TCP as c_int,
+                &mut raw,
+                0,
+            )
+        })?;
+        // SAFETY: Just created, ours.
+        unsafe { Self::set_up(raw, family, v6only) }
+    }
+
+    /// Takes a socket just created and sets it up as every siw_rs socket.
+    ///
+    /// # Safety
+    ///
+    /// `raw` was just created (of `family`) by a successful `sock_create` and is owned by the
+    /// caller, who hands it over.
+    unsafe fn set_up(raw: *mut bindings::socket, family: Family, v6only: bool) -> Result<Self> {
+        // SAFETY: A new socket, ours (the caller's guarantee); dropping `s` releases it on
+        // the error paths below.
         let s = unsafe { Self::from_raw(raw) }?;
         // SAFETY: A new socket, not yet bound or in use by anyone else.
         unsafe {
