@@ -28,6 +28,7 @@ int siw_rs_ib_no_udata_io(struct ib_udata *udata);
 void siw_rs_get_ib_device(struct ib_device *ibdev);
 void siw_rs_put_ib_device(struct ib_device *ibdev);
 bool siw_rs_ib_device_try_get(struct ib_device *dev);
+bool siw_rs_module_present(const char *name);
 void siw_rs_ib_mark_name_assigned_by_user(struct ib_device *ibdev);
 struct ib_ucontext *siw_rs_udata_to_ucontext(struct ib_udata *udata);
 struct ib_udata *siw_rs_attrs_to_udata(struct uverbs_attr_bundle *attrs);

@@ -16,6 +16,7 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 #include <net/ipv6.h>
+#include <linux/namei.h>
 
 #include "siw_rs_helpers.h"
 
@@ -24,6 +25,20 @@
 struct ib_device *siw_rs_ib_alloc_device(size_t size)
 {
 	return _ib_alloc_device(size, &init_net);
+}
+
+/* Whether /sys/module/NAME exists: the module NAME is loaded (or built in with parameters). */
+bool siw_rs_module_present(const char *name)
+{
+	char buf[64];
+	struct path path;
+
+	if (snprintf(buf, sizeof(buf), "/sys/module/%s", name) >= sizeof(buf))
+		return false;
+	if (kern_path(buf, LOOKUP_FOLLOW, &path))
+		return false;
+	path_put(&path);
+	return true;
 }
 
 int siw_rs_ib_mtu_int_to_enum(int mtu)

@@ -74,6 +74,10 @@ module! {
             default: 0,
             description: "As initiator, request RFC 6581 peer-to-peer mode and offer these RTR messages (a mask: 1 zero-length Send, 2 zero-length RDMA Write, 4 zero-length RDMA Read; 6 is what the C siw offers when built with it). 0 (default): do not request it. As responder, siw_rs always honours a peer's request (Write or Read RTR)",
         },
+        siw_link: bool {
+            default: false,
+            description: "Drop-in for the C siw: also create devices for `rdma link add NAME type siw netdev DEV`, so scripts written for the C siw run unedited. Taken only when the C siw is not loaded at siw_rs's load (then siw_rs keeps the type until it unloads: do not load siw meanwhile)",
+        },
         max_fpdu: u32 {
             default: 0,
             description: "Largest FPDU payload in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384",
@@ -87,6 +91,9 @@ struct SiwRs {
     /// `rdma link add ... type siw_rs`; unregistered first, so no new device appears.
     #[pin]
     link: glue::rdma::link::Registration<device::Siw>,
+    /// `rdma link add ... type siw` too, with `siw_link=1` (see [`siw_link_type`]).
+    #[pin]
+    siw_link: glue::rdma::link::Registration<device::Siw>,
     /// The netdev notifier, which unregisters a device when its netdev goes away.
     #[pin]
     notifier: glue::net::netdev::NotifierRegistration<device::Siw>,
@@ -106,6 +113,21 @@ impl kernel::InPlaceModule for SiwRs {
             devices: glue::rdma::device::Registry::init(),
             notifier <- glue::net::netdev::NotifierRegistration::new(),
             link <- glue::rdma::link::Registration::new(),
+            siw_link <- glue::rdma::link::Registration::with_type(c"siw", siw_link_type()),
         })
     }
+}
+
+/// Whether to answer `rdma link add ... type siw` (module parameter `siw_link`): only when
+/// asked, and only while the C siw, which owns that type, is not loaded.
+fn siw_link_type() -> bool {
+    if !module_parameters::siw_link.value() {
+        return false;
+    }
+    if glue::rdma::link::module_present(c"siw") {
+        pr_warn!("siw_link=1 ignored: the C siw is loaded and serves `type siw`\n");
+        return false;
+    }
+    pr_info!("serving `rdma link add ... type siw` (siw_link=1)\n");
+    true
 }

@@ -28,12 +28,20 @@ pub(crate) trait Link: Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `ops` is registered with `rdma_link_register` for the whole life of the value.
+/// When `registered`, `ops` is registered with `rdma_link_register` for the whole life of
+/// the value.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Registration<T: Link> {
     #[pin]
     ops: Opaque<bindings::rdma_link_ops>,
+    registered: bool,
     _link: PhantomData<T>,
+}
+
+/// Whether the kernel module `name` is loaded (its `/sys/module` directory exists).
+pub(crate) fn module_present(name: &CStr) -> bool {
+    // SAFETY: `name` is NUL-terminated; the helper only looks a path up.
+    unsafe { bindings::siw_rs_module_present(name.as_char_ptr()) }
 }
 
 // SAFETY: The registration only holds the `rdma_link_ops`, whose list linkage the RDMA core
@@ -45,18 +53,27 @@ unsafe impl<T: Link> Sync for Registration<T> {}
 impl<T: Link> Registration<T> {
     /// Registers `T`'s link type.
     pub(crate) fn new() -> impl PinInit<Self, Error> {
+        Self::with_type(T::TYPE, true)
+    }
+
+    /// Registers `T` under the link type `ty` as well, if `register`; otherwise registers
+    /// nothing. The type must not be registered already (the core warns and ignores it).
+    pub(crate) fn with_type(ty: &'static CStr, register: bool) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
-            ops <- Opaque::ffi_init(|slot: *mut bindings::rdma_link_ops| {
+            ops <- Opaque::ffi_init(move |slot: *mut bindings::rdma_link_ops| {
                 let mut ops: bindings::rdma_link_ops = pin_init::zeroed();
-                ops.type_ = T::TYPE.as_char_ptr();
+                ops.type_ = ty.as_char_ptr();
                 ops.newlink = Some(Self::newlink);
                 // SAFETY: `slot` is valid for writes and pinned; we initialise it fully.
                 unsafe { slot.write(ops) };
-                // INVARIANT: Registered here, unregistered by `PinnedDrop`.
-                // SAFETY: `slot` is initialised and stays pinned until `drop` unregisters it;
-                // `type_` points to a `'static` string.
-                unsafe { bindings::rdma_link_register(slot) };
+                if register {
+                    // INVARIANT: Registered here, unregistered by `PinnedDrop`.
+                    // SAFETY: `slot` is initialised and stays pinned until `drop`
+                    // unregisters it; `type_` points to a `'static` string.
+                    unsafe { bindings::rdma_link_register(slot) };
+                }
             }),
+            registered: register,
             _link: PhantomData,
         })
     }
@@ -80,6 +97,9 @@ impl<T: Link> Registration<T> {
 #[pinned_drop]
 impl<T: Link> PinnedDrop for Registration<T> {
     fn drop(self: Pin<&mut Self>) {
+        if !self.registered {
+            return;
+        }
         // SAFETY: By the type invariant `ops` is registered. `rdma_link_unregister` takes the
         // link-ops lock for writing, so no `newlink` call is in flight once it returns.
         unsafe { bindings::rdma_link_unregister(self.ops.get()) };
