@@ -94,14 +94,14 @@ two_hosts() {
 	export DEV_A DEV_B
 }
 
+# Undoes two_hosts, whatever is left of it (a test may have deleted a device already).
 two_hosts_down() {
-	ip netns exec hostA rdma link delete "${DEV_A:-none}" 2>/dev/null
-	ip netns exec hostB rdma link delete "${DEV_B:-none}" 2>/dev/null
-	ip netns del hostA 2>/dev/null
-	ip netns del hostB 2>/dev/null
-	unload_siw_rs 2>/dev/null
-	unload_siw 2>/dev/null
-	return 0
+	ip netns exec hostA rdma link delete "${DEV_A:-none}" 2>/dev/null || true
+	ip netns exec hostB rdma link delete "${DEV_B:-none}" 2>/dev/null || true
+	ip netns del hostA 2>/dev/null || true
+	ip netns del hostB 2>/dev/null || true
+	unload_siw_rs 2>/dev/null || true
+	unload_siw 2>/dev/null || true
 }
 
 # on_a CMD... / on_b CMD...: run in host A / B.

@@ -1,0 +1,12 @@
+# NFSv3 and NFSv4.2 over RDMA (proto=rdma, port 20049): the server (nfsd, mountd, rpcbind)
+# in host B on the siw_rs device exports a tmpfs, the client in the initial namespace (see
+# nfs_pairing: the C siw cannot mount from another) mounts it on the siw
+# device; 64 MiB of pseudo-random data written, remounted, read back and compared; fio with
+# verify (direct I/O, 4 KiB and 1 MiB) for 30 s.
+. "$ROOT/selftests/lib/common.sh"
+. "$ROOT/selftests/lib/storage.sh"
+cleanup() {
+	nfs_server_down
+	nfs_hosts_down
+}
+nfs_pairing siw siw_rs init
