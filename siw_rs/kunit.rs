@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit tests of the driver logic that exists only in the kernel build (the protocol core
-//! has its host tests): ring indexing and posting, object limits, the completion mapping.
+//! has its host tests): ring indexing and posting, object limits, the completion mapping,
+//! fast registration's STag states and page lists.
 //! They run when the module loads on a kernel with KUnit; `selftests/device` checks their
 //! results.
 //!
@@ -151,5 +152,101 @@ mod cq {
         assert_eq!(wc_opcode(op::INVAL_STAG), WcOpcode::LocalInv);
         assert_eq!(wc_opcode(op::REG_MR), WcOpcode::RegMr);
         assert_eq!(wc_opcode(op::RECEIVE), WcOpcode::Recv);
+    }
+}
+
+#[kunit_tests(siw_rs_fastreg)]
+mod fastreg {
+    use crate::{
+        glue::rdma::umem::KernelPages,
+        mr::{
+            invalidate,
+            publish_fast_for_test,
+            register,
+            FastRegError,
+            REMOTE_WRITE, //
+        },
+        queue::{
+            RegMrWqe,
+            Sqe, //
+        },
+        table::Tables,
+    };
+    use kernel::prelude::*;
+
+    #[test]
+    fn reg_mr_element_round_trips() {
+        let w = RegMrWqe {
+            mr: 0x1234_5601,
+            key: 0x1234_5602,
+            access: 0x7,
+            iova: 0xdead_beef_0000_1000,
+            length: 1 << 33,
+        };
+        let mut sqe = Sqe::default();
+        w.encode(&mut sqe);
+        assert_eq!(sqe.num_sge, 0);
+        assert_eq!(RegMrWqe::decode(&sqe), w);
+    }
+
+    #[test]
+    fn page_lists_hold_only_what_fits() -> Result {
+        let none = || KVec::new();
+        // The page size must be a power of two, the first byte inside the first page.
+        assert!(KernelPages::new(none(), 3000, 0, 0).is_err());
+        assert!(KernelPages::new(none(), 4096, 4096, 0).is_err());
+        // No pages hold no bytes.
+        assert!(KernelPages::new(none(), 4096, 0, 1).is_err());
+        assert!(KernelPages::new(none(), 4096, 0, 0).is_ok());
+        // Nor can a length wrap.
+        assert!(KernelPages::new(none(), 4096, 1, u64::MAX).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn stag_states_follow_rfc_5040() -> Result {
+        let t = Tables::new()?;
+        let (pd, other) = (1usize, 2usize);
+        let stag = publish_fast_for_test(&t, pd)?;
+        let key = (stag & !0xff) | 0x17;
+        let rights = REMOTE_WRITE;
+        // Invalid until registered: no lookup finds it.
+        assert!(t.mr(stag).is_none());
+        // Only the MR's PD may register it, and only under its own index.
+        assert_eq!(
+            register(&t, other, stag, key, rights, 0, 0),
+            Err(FastRegError::Stag)
+        );
+        assert_eq!(
+            register(&t, pd, stag, key ^ 0x100, rights, 0, 0),
+            Err(FastRegError::Stag)
+        );
+        // Nor beyond what is mapped (nothing here).
+        assert_eq!(
+            register(&t, pd, stag, key, rights, 0, 1),
+            Err(FastRegError::Mapping)
+        );
+        assert_eq!(register(&t, pd, stag, key, rights, 0x1000, 0), Ok(()));
+        assert!(t.mr(key).is_some());
+        assert!(t.mr(stag).is_none());
+        // A valid MR is not registered again.
+        assert_eq!(
+            register(&t, pd, key, key, rights, 0, 0),
+            Err(FastRegError::NotAllowed)
+        );
+        // Another PD, or a stale key, cannot invalidate it.
+        assert_eq!(invalidate(&t, other, key), Err(FastRegError::Stag));
+        assert_eq!(invalidate(&t, pd, stag), Err(FastRegError::Stag));
+        assert!(t.mr(key).is_some());
+        assert_eq!(invalidate(&t, pd, key), Ok(()));
+        assert!(t.mr(key).is_none());
+        // Invalidating an invalid STag is no error; it registers again under a new key.
+        assert_eq!(invalidate(&t, pd, key), Ok(()));
+        let key2 = (stag & !0xff) | 0x18;
+        assert_eq!(register(&t, pd, key, key2, rights, 0, 0), Ok(()));
+        assert!(t.mr(key2).is_some());
+        assert!(t.mr(key).is_none());
+        drop(t.remove_mr(stag >> 8));
+        Ok(())
     }
 }

@@ -423,6 +423,39 @@ impl SiwMr {
     }
 }
 
+/// For the KUnit tests: publishes an invalid fast-registration MR of PD `pd` with an empty
+/// mapping of 4 KiB pages in `tables`; returns its STag (remove it with `remove_mr`).
+#[cfg(CONFIG_KUNIT)]
+pub(crate) fn publish_fast_for_test(tables: &Tables, pd: usize) -> Result<u32> {
+    let map = Arc::pin_init(
+        pin_init!(FastMap {
+            max: 0,
+            map <- new_spinlock_irq!(
+                Mapped {
+                    pages: KVec::new(),
+                    page_size: 4096,
+                    first: 0,
+                },
+                "FastMap::map"
+            ),
+        }),
+        GFP_KERNEL,
+    )?;
+    let core = UniqueArc::new(
+        MrCore {
+            stag: 0x42,
+            pd,
+            access: AccessFlags::from_raw(0),
+            virt: 0,
+            pages: MrMem::Pages(KernelPages::empty()),
+            fast: Some(map),
+            valid: AtomicBool::new(false),
+        },
+        GFP_KERNEL,
+    )?;
+    tables.publish_mr(core)
+}
+
 impl Drop for SiwMr {
     fn drop(&mut self) {
         // Work in flight keeps its own reference; the pages go with the last one.
