@@ -316,17 +316,18 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             // with this stream, else Terminate "STag cannot be invalidated". The same answer
             // for an STag that does not exist, is another PD's, or is not a
             // fast-registration MR's (registered memory cannot be invalidated): a peer
-            // cannot tell them apart, so cannot probe STags this way either. On that error
-            // the receive stays in progress, to complete flushed with the connection.
-            let invalidated = match (h.opcode, h.ddp) {
+            // cannot tell them apart, so cannot probe STags this way either. The receive
+            // then completes with REM_INV_REQ_ERR (as from the C siw) before the Terminate.
+            let (invalidated, refused) = match (h.opcode, h.ddp) {
                 (Opcode::SendInvalidate | Opcode::SendSeInvalidate, DdpHdr::Untagged(u))
                     if placed =>
                 {
-                    mr::invalidate(qp.tables(), qp.pd(), u.rsvd_ulp)
-                        .map_err(|_| RxStop::Term(TermError::RdmapProtCannotInvalidate))?;
-                    Some(u.rsvd_ulp)
+                    match mr::invalidate(qp.tables(), qp.pd(), u.rsvd_ulp) {
+                        Ok(()) => (Some(u.rsvd_ulp), false),
+                        Err(_) => (None, true),
+                    }
                 }
-                _ => None,
+                _ => (None, false),
             };
             let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
             let s = link
@@ -336,10 +337,15 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 .ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
             let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
             let len = mo.saturating_add(u32::try_from(h.payload_len()).unwrap_or(u32::MAX));
+            let status = if refused {
+                wc::REM_INV_REQ_ERR
+            } else {
+                s.status.unwrap_or(wc::SUCCESS)
+            };
             let c = Completion {
                 id: s.id,
                 opcode: op::RECEIVE,
-                status: s.status.unwrap_or(wc::SUCCESS),
+                status,
                 bytes: len,
                 qp_num: st.ids.qpn,
                 qp_handle: st.ids.handle,
@@ -347,6 +353,9 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 invalidated,
             };
             let _ = st.complete(false, &c);
+            if refused {
+                return Err(RxStop::Term(TermError::RdmapProtCannotInvalidate));
+            }
             Ok(())
         }
         Opcode::ReadResponse => {

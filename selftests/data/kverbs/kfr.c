@@ -414,6 +414,34 @@ static int refused(const char *what, int zero_salt, u8 salt)
 	return 0;
 }
 
+/* The server's buffer behind a fast-registered STag with every right, as k.srv.mr. */
+static int srv_fast_mr(void)
+{
+	k.srv.mr = fast_mr(&k.srv, k.srv.buf, ACCESS_ALL);
+	if (IS_ERR(k.srv.mr)) {
+		int rv = PTR_ERR(k.srv.mr);
+
+		k.srv.mr = NULL;
+		return rv;
+	}
+	return 0;
+}
+
+/* The client writes a new pattern to the server's STag, which is no longer valid: the
+ * write must be refused and the server's buffer keep what it held (zeroes if zero). */
+static int write_refused(const char *what, int zero)
+{
+	int rv = post_recv(&k.srv, 3);
+
+	if (rv)
+		return rv;
+	fill(k.cli.buf, 0x5a);
+	rv = post_write(&k.cli, 14, k.srv.mr->iova, k.srv.mr->rkey);
+	if (rv)
+		return rv;
+	return refused(what, zero, 0);
+}
+
 static int test_limits(void)
 {
 	struct ib_device *dev = k.cli.id->device;
@@ -450,12 +478,9 @@ static int test_data_and_remote_inv(void)
 	int rv;
 
 	/* The server exposes buf through a fast-registered STag; the client writes it. */
-	k.srv.mr = fast_mr(&k.srv, k.srv.buf, ACCESS_ALL);
-	if (IS_ERR(k.srv.mr)) {
-		rv = PTR_ERR(k.srv.mr);
-		k.srv.mr = NULL;
+	rv = srv_fast_mr();
+	if (rv)
 		return rv;
-	}
 	fill(k.cli.buf, 0);
 	rv = post_write(&k.cli, 10, k.srv.mr->iova, k.srv.mr->rkey);
 	if (!rv)
@@ -521,15 +546,8 @@ static int test_data_and_remote_inv(void)
 	}
 	pr_info("kfr: Send with Invalidate: completion carries IB_WC_WITH_INVALIDATE and the STag\n");
 
-	/* A Write to the invalidated STag. */
-	rv = post_recv(&k.srv, 3);
-	if (rv)
-		return rv;
-	fill(k.cli.buf, 0x5a);
-	rv = post_write(&k.cli, 14, k.srv.mr->iova, k.srv.mr->rkey);
-	if (rv)
-		return rv;
-	return refused("RDMA Write after remote invalidation", 0, 0);
+	/* A Write to the invalidated STag; the buffer keeps the first Write's pattern. */
+	return write_refused("RDMA Write after remote invalidation", 0);
 }
 
 static int test_local_inv(void)
@@ -539,12 +557,9 @@ static int test_local_inv(void)
 	struct ib_wc wc;
 	int rv;
 
-	k.srv.mr = fast_mr(&k.srv, k.srv.buf, ACCESS_ALL);
-	if (IS_ERR(k.srv.mr)) {
-		rv = PTR_ERR(k.srv.mr);
-		k.srv.mr = NULL;
+	rv = srv_fast_mr();
+	if (rv)
 		return rv;
-	}
 	rv = ping();
 	if (rv)
 		return rv;
@@ -558,26 +573,17 @@ static int test_local_inv(void)
 		pr_err("kfr: LOCAL_INV: %d\n", rv);
 		return rv;
 	}
-	rv = post_recv(&k.srv, 3);
-	if (rv)
-		return rv;
-	fill(k.cli.buf, 0x33);
-	rv = post_write(&k.cli, 21, k.srv.mr->iova, k.srv.mr->rkey);
-	if (rv)
-		return rv;
-	return refused("RDMA Write after LOCAL_INV", 1, 0);
+	/* Nothing was written before: the buffer stays zero. */
+	return write_refused("RDMA Write after LOCAL_INV", 1);
 }
 
 static int test_reg_valid(void)
 {
 	int rv;
 
-	k.srv.mr = fast_mr(&k.srv, k.srv.buf, ACCESS_ALL);
-	if (IS_ERR(k.srv.mr)) {
-		rv = PTR_ERR(k.srv.mr);
-		k.srv.mr = NULL;
+	rv = srv_fast_mr();
+	if (rv)
 		return rv;
-	}
 	rv = reg(&k.srv, k.srv.mr, ACCESS_ALL);
 	if (rv == IB_WC_SUCCESS) {
 		pr_err("kfr: REG_MR of a valid MR succeeded\n");
@@ -589,9 +595,11 @@ static int test_reg_valid(void)
 	return 0;
 }
 
-/* Send with Invalidate of an STag the server must not invalidate. */
+/* Send with Invalidate of an STag the server must not invalidate: the receive completes
+ * with IB_WC_REM_INV_REQ_ERR (as from the C siw), the connection is terminated. */
 static int test_bad_remote_inv(const char *what, u32 stag)
 {
+	struct ib_wc wc;
 	int rv = ping();
 
 	if (rv)
@@ -601,14 +609,74 @@ static int test_bad_remote_inv(const char *what, u32 stag)
 		rv = post_send(&k.cli, 30, stag);
 	if (rv)
 		return rv;
-	return refused(what, 1, 0);
+	rv = poll_one(k.srv.cq, &wc, 15000);
+	if (rv || wc.wr_id != 3 || wc.status != IB_WC_REM_INV_REQ_ERR) {
+		pr_err("kfr: %s: receive completed with %s (%d), expected %s\n", what,
+		       rv ? "nothing" : ib_wc_status_msg(wc.status), rv,
+		       ib_wc_status_msg(IB_WC_REM_INV_REQ_ERR));
+		return -EIO;
+	}
+	/* And the server terminated the connection: the client sees it close. */
+	rv = wait_cli(RDMA_CM_EVENT_DISCONNECTED);
+	if (rv) {
+		pr_err("kfr: %s: the client's connection did not close (%d)\n", what, rv);
+		return rv;
+	}
+	pr_info("kfr: %s: refused (%s), connection terminated\n", what,
+		ib_wc_status_msg(wc.status));
+	return 0;
 }
+
+static int test_limits_data_remote_inv(void)
+{
+	int rv = test_limits();
+
+	return rv ? rv : test_data_and_remote_inv();
+}
+
+/* An STag of another PD of the server's device (a fast-registration MR, never registered). */
+static int test_foreign_pd(void)
+{
+	struct ib_pd *other = ib_alloc_pd(k.srv.id->device, 0);
+	struct ib_mr *foreign;
+	int rv;
+
+	if (IS_ERR(other))
+		return PTR_ERR(other);
+	foreign = ib_alloc_mr(other, IB_MR_TYPE_MEM_REG, PAGES);
+	if (IS_ERR(foreign)) {
+		rv = PTR_ERR(foreign);
+	} else {
+		rv = test_bad_remote_inv("Send with Invalidate of another PD's STag",
+					 foreign->rkey);
+		ib_dereg_mr(foreign);
+	}
+	ib_dealloc_pd(other);
+	return rv;
+}
+
+/* The STag of the server PD's DMA MR (its unsafe global rkey): registered memory. */
+static int test_dma_mr(void)
+{
+	return test_bad_remote_inv("Send with Invalidate of a DMA MR's STag",
+				   k.srv.pd->unsafe_global_rkey);
+}
+
+static const struct {
+	int (*test)(void);
+	unsigned int srv_pd_flags;
+} tests[] = {
+	{ test_limits_data_remote_inv, 0 },
+	{ test_local_inv, 0 },
+	{ test_reg_valid, 0 },
+	{ test_foreign_pd, 0 },
+	{ test_dma_mr, IB_PD_UNSAFE_GLOBAL_RKEY },
+};
 
 static int run(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(KFR_PORT) };
-	struct ib_pd *other;
-	struct ib_mr *foreign;
+	size_t i;
 	int rv;
 
 	init_completion(&k.cli_ev);
@@ -625,61 +693,13 @@ static int run(void)
 	rv = rdma_bind_addr(k.listen, (struct sockaddr *)&a);
 	if (!rv)
 		rv = rdma_listen(k.listen, 4);
-	if (rv)
-		return rv;
-
-	rv = connect(0);
-	if (!rv)
-		rv = test_limits();
-	if (!rv)
-		rv = test_data_and_remote_inv();
-	disconnect();
-	if (rv)
-		return rv;
-
-	rv = connect(0);
-	if (!rv)
-		rv = test_local_inv();
-	disconnect();
-	if (rv)
-		return rv;
-
-	rv = connect(0);
-	if (!rv)
-		rv = test_reg_valid();
-	disconnect();
-	if (rv)
-		return rv;
-
-	rv = connect(0);
-	if (rv) {
+	/* A connection of its own for each: the error paths end theirs. */
+	for (i = 0; !rv && i < ARRAY_SIZE(tests); i++) {
+		rv = connect(tests[i].srv_pd_flags);
+		if (!rv)
+			rv = tests[i].test();
 		disconnect();
-		return rv;
 	}
-	other = ib_alloc_pd(k.srv.id->device, 0);
-	if (IS_ERR(other)) {
-		disconnect();
-		return PTR_ERR(other);
-	}
-	foreign = ib_alloc_mr(other, IB_MR_TYPE_MEM_REG, PAGES);
-	if (IS_ERR(foreign)) {
-		rv = PTR_ERR(foreign);
-	} else {
-		rv = test_bad_remote_inv("Send with Invalidate of another PD's STag",
-					 foreign->rkey);
-	}
-	disconnect();
-	if (!IS_ERR(foreign))
-		ib_dereg_mr(foreign);
-	ib_dealloc_pd(other);
-	if (rv)
-		return rv;
-
-	rv = connect(IB_PD_UNSAFE_GLOBAL_RKEY);
-	if (!rv)
-		rv = test_bad_remote_inv("Send with Invalidate of a DMA MR's STag",
-					 k.srv.pd->unsafe_global_rkey);
-	disconnect();
 	return rv;
 }
 
