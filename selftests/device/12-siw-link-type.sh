@@ -17,14 +17,7 @@ cleanup() {
 unload_siw
 SIW_RS_PARAMS="siw_link=1" load_siw_rs
 has 'serving `rdma link add ... type siw`' "$(dmesg)" || fail "siw_link=1 not taken: $(dmesg | tail -n 5)"
-ip netns add hostA
-ip netns add hostB
-ip link add va netns hostA index 77 type veth peer name vb netns hostB index 78
-udev_settle
-ip -n hostA addr add 192.168.77.1/24 dev va
-ip -n hostB addr add 192.168.77.2/24 dev vb
-ip -n hostA link set va up
-ip -n hostB link set vb up
+two_host_netns
 # Exactly what a script written for the C siw runs.
 ip netns exec hostA rdma link add s_a type siw netdev va
 ip netns exec hostB rdma link add s_b type siw netdev vb

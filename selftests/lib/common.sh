@@ -74,6 +74,16 @@ two_hosts() {
 	local a=$1 b=$2
 	case "$a$b" in *siw_rs*) load_siw_rs ;; esac
 	case " $a $b " in *" siw "*) load_siw ;; esac
+	two_host_netns
+	DEV_A=${a}_a DEV_B=${b}_b
+	ip netns exec hostA rdma link add "$DEV_A" type "$a" netdev va
+	ip netns exec hostB rdma link add "$DEV_B" type "$b" netdev vb
+	export DEV_A DEV_B
+}
+
+# two_host_netns: the namespaces hostA and hostB and the veth pair of two_hosts, without
+# RDMA devices.
+two_host_netns() {
 	ip netns add hostA
 	ip netns add hostB
 	# Distinct ifindexes: the C siw binds a wildcard listen to its netdev's ifindex in the
@@ -88,10 +98,6 @@ two_hosts() {
 	ip -n hostB link set vb up
 	ip -n hostA link set lo up
 	ip -n hostB link set lo up
-	DEV_A=${a}_a DEV_B=${b}_b
-	ip netns exec hostA rdma link add "$DEV_A" type "$a" netdev va
-	ip netns exec hostB rdma link add "$DEV_B" type "$b" netdev vb
-	export DEV_A DEV_B
 }
 
 # Undoes two_hosts, whatever is left of it (a test may have deleted a device already).
