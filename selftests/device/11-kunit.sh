@@ -16,7 +16,7 @@ for s in siw_rs_queue:3 siw_rs_limit:1 siw_rs_cq:2 siw_rs_fastreg:3; do
 		fail "KUnit suite $name has failures"
 	fi
 	# The cases' results are indented under the suite's; a skip would say "# SKIP".
-	got=$(grep -cE '^\s+ok [0-9]+ [a-z_]+$' <<<"$r")
+	got=$(grep -cE '^\s+ok [0-9]+ [a-z0-9_]+$' <<<"$r")
 	[ "$got" = "$want" ] ||
 		{ echo "$r" >&2; fail "KUnit suite $name: $got cases passed, expected $want"; }
 	has "^ok [0-9]+ $name$" "$r" || fail "KUnit suite $name did not report ok"
