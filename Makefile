@@ -5,6 +5,8 @@
 #   make               build siw_rs/siw_rs.ko against KDIR (default: the cached test kernel)
 #   make KDIR=/lib/modules/$(uname -r)/build   ... against your own CONFIG_RUST=y kernel
 #   make kernel        build (or reuse) the cached test kernel
+#   KASAN=1            (with any target) the test kernel with KASAN and UBSAN instead, cached
+#                      apart (tools/kernel-kasan.config): make kernel KASAN=1; make check KASAN=1
 #   make kdir          print the test kernel's build directory
 #   make demo          build, boot a VM, show siw_rs moving data
 #   make check         host tests + VM selftests; last line: "N passed, N failed"
@@ -14,7 +16,12 @@
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
-TEST_KDIR = $(shell bash $(ROOT)/tools/kdir)
+ifeq ($(KASAN),1)
+SIW_RS_KFLAVOR := kasan
+export SIW_RS_KFLAVOR
+endif
+# make 4.3's $(shell) does not see exported variables: pass the flavour explicitly.
+TEST_KDIR = $(shell SIW_RS_KFLAVOR=$(or $(SIW_RS_KFLAVOR),test) bash $(ROOT)/tools/kdir)
 KDIR ?= $(TEST_KDIR)
 LLVM ?= -19
 KMAKE := $(MAKE) -C $(KDIR) M=$(ROOT)/siw_rs LLVM=$(LLVM) RUSTC=/usr/bin/rustc \

@@ -22,15 +22,43 @@ fi
 KMAKE_VARS=(LLVM=-19 RUSTC=/usr/bin/rustc BINDGEN="$(command -v bindgen || echo bindgen)"
             RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library)
 
-# The cache key: kernel version, the config fragment and the toolchain.
+# Kernel flavours, each cached in a directory of its own: "test" (tools/kernel.config,
+# with lockdep, kmemleak and the other debugging the selftests rely on); "bench" and
+# "kasan", that kernel with the options of tools/kernel-bench.config (no lock or memory
+# debugging, which would multiply the cost of every lock and allocation and distort any
+# timing) or tools/kernel-kasan.config (KASAN and UBSAN on top) overriding it.
+SIW_RS_KFLAVOR=${SIW_RS_KFLAVOR:-test}
+
+# siw_rs_fragment: the configuration fragment of the flavour, one option per line.
+siw_rs_fragment() {
+	local base=$SIW_RS_ROOT/tools/kernel.config over=$SIW_RS_ROOT/tools/kernel-$SIW_RS_KFLAVOR.config
+	case $SIW_RS_KFLAVOR in
+	test) cat "$base" ;;
+	bench | kasan)
+		# The base fragment without the options the override sets, then the override.
+		grep -v -F -f <(sed -n 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/\1/p' "$over") "$base"
+		cat "$over"
+		;;
+	*) printf 'unknown kernel flavour SIW_RS_KFLAVOR=%s (test, bench or kasan)\n' "$SIW_RS_KFLAVOR" >&2
+	   return 1 ;;
+	esac
+}
+
+# siw_rs_kflavor_of DIR: the flavour of a cached build directory, from its name.
+siw_rs_kflavor_of() {
+	case ${1##*/} in kbuild-*-bench-*) echo bench ;; kbuild-*-kasan-*) echo kasan ;; *) echo test ;; esac
+}
+
+# The cache key: kernel version, flavour, configuration fragment and toolchain.
 siw_rs_kbuild_dir() {
-	local h
-	h=$( { cat "$SIW_RS_ROOT/tools/kernel.config"
+	local h tag=
+	[ "$SIW_RS_KFLAVOR" = test ] || tag=$SIW_RS_KFLAVOR-
+	h=$( { siw_rs_fragment
 	       sed -n 's/^KBUILD_RECIPE_VERSION=//p' "$SIW_RS_ROOT/tools/build-kernel"
 	       # Absent before tools/setup: tolerated here, reported by the tools that need them.
 	       head -5 "$KSRC/Makefile" 2>/dev/null || true
 	       /usr/bin/rustc --version 2>/dev/null || true
 	       { clang-19 --version 2>/dev/null || true; } | head -1
 	     } | sha256sum | cut -c1-12)
-	echo "$SIW_RS_CACHE/kbuild-$SIW_RS_KVER-$h"
+	echo "$SIW_RS_CACHE/kbuild-$SIW_RS_KVER-$tag$h"
 }
