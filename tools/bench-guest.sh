@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The guest half of tools/bench: each benchmark over the C siw, then over siw_rs; prints
-# one line per benchmark with both results and siw_rs's share of the C siw's.
+# The guest half of tools/bench. ROUNDS rounds; in each, every benchmark over the C siw,
+# then over siw_rs (interleaved, so a drift of the emulation during the run hits both).
+# Prints one line per benchmark: each driver's median, the median of the paired ratios
+# siw_rs/C siw and their min..max, and how many runs failed.
+# Arguments: FILTER (a regex over the benchmark names, empty for all), ROUNDS.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export ROOT PATH="/usr/sbin:/sbin:$PATH"
 . "$ROOT/selftests/lib/common.sh"
+. "$ROOT/selftests/lib/storage.sh"
 filter=${1:-}
+rounds=${2:-5}
+FIO_SECS=${BENCH_FIO_SECS:-10}
 
-# name | perftest command line (server and client add -R -d DEV and the address)
-benches=(
+# perftest: name | command line (server and client add -R -d DEV and the address). Two
+# namespaces joined by a veth pair, one device of the driver in each, rdma_cm.
+perf=(
 	"write_bw 4K|ib_write_bw -s 4096 -n 1000"
 	"write_bw 64K|ib_write_bw -s 65536 -n 200"
 	"read_bw 64K|ib_read_bw -s 65536 -n 200"
@@ -17,10 +24,33 @@ benches=(
 	"send_lat 64|ib_send_lat -s 64 -n 300"
 	"read_lat 64|ib_read_lat -s 64 -n 300"
 )
+# Kernel storage consumers (fio, direct I/O, libaio, FIO_SECS seconds after 2 s of ramp):
+# NVMe-oF/RDMA to an nvmet null_blk namespace, NFSv3 over RDMA to a tmpfs export; both
+# ends of one driver. NFSv3: the transport is the same as 4.x's, without the 10 s grace.
+storage=(
+	"nvme randread 4K"
+	"nvme seqread 128K"
+	"nfs3 seqwrite 1M"
+	"nfs3 seqread 1M"
+)
+unit_of() {
+	case "$1" in
+	*_lat*) echo us ;;
+	nvme\ randread*) echo IOPS ;;
+	nvme* | nfs*) echo MiB/s ;;
+	*) echo MB/s ;;
+	esac
+}
+selected() { [ -z "$filter" ] || has "$filter" "$1"; }
+any_selected() {
+	local n
+	for n in "$@"; do selected "${n%%|*}" && return 0; done
+	return 1
+}
 
-# run_one CMD...: runs the benchmark once between host A (client) and B (server); prints
-# the figure: average MB/s for *_bw, typical latency in us for *_lat.
-run_one() {
+# run_perf CMD...: the benchmark once between host A (client) and B (server); prints the
+# figure: average MB/s for *_bw, typical latency in us for *_lat, "-" if it failed.
+run_perf() {
 	local out i
 	for i in 1 2 3; do
 		on_b timeout 600 "$@" -R -d "$DEV_B" >/tmp/bench-s.out 2>&1 &
@@ -33,30 +63,141 @@ run_one() {
 		esac | grep . && return 0
 		has 'Correlation coefficient' "$out" || break
 	done
-	echo "failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')" >&2
+	echo "# failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')" >&2
 	echo "-"
 }
 
-declare -A res
-for drv in siw siw_rs; do
-	two_hosts "$drv" "$drv"
-	for b in "${benches[@]}"; do
-		name=${b%%|*}
-		[ -n "$filter" ] && ! has "$filter" "$name" && continue
-		read -r -a cmd <<<"${b#*|}"
-		res[$drv:$name]=$(run_one "${cmd[@]}")
-		echo "# $drv $name: ${res[$drv:$name]}"
+# fio_rate RW BS DEPTH FILE SIZE WHAT: one fio job; prints the read or write figure WHAT
+# (iops, or mib: MiB/s) of the job's direction.
+fio_rate() {
+	local rw=$1 bs=$2 depth=$3 file=$4 size=$5 what=$6 out
+	out=$(fio --output-format=terse --terse-version=3 --direct=1 --ioengine=libaio \
+		--time_based --runtime="$FIO_SECS" --ramp_time=2 --name=bench --rw="$rw" --bs="$bs" \
+		--iodepth="$depth" --filename="$file" --size="$size" 2>&1) || fail "fio $rw $bs: $out"
+	# Terse v3: read KiB/s and IOPS in fields 7 and 8, write KiB/s and IOPS in 48 and 49.
+	awk -F';' -v rw="$rw" -v what="$what" '/^3;/ {
+		w = rw ~ /write/; bw = w ? $48 : $7; iops = w ? $49 : $8
+		if (what == "iops") printf "%d\n", iops; else printf "%.1f\n", bw / 1024
+		f = 1 }
+		END { exit !f }' <<<"$out" || fail "fio $rw $bs printed no result: $out"
+}
+
+# Each storage group runs in a subshell under errexit (the selftests' helpers are written
+# for it) and prints "= NAME|VALUE" lines; its EXIT trap undoes whatever was set up.
+nvme_bench() {
+	local dev
+	one_ns_devices "$1" "$1"
+	nvmet_up 192.168.77.2
+	dev=$(nvme_connect 192.168.77.2 192.168.77.1)
+	if selected "nvme randread 4K"; then
+		echo "= nvme randread 4K|$(fio_rate randread 4k 32 "$dev" 512M iops)"
+	fi
+	if selected "nvme seqread 128K"; then
+		echo "= nvme seqread 128K|$(fio_rate read 128k 8 "$dev" 512M mib)"
+	fi
+}
+nvme_bench_down() {
+	nvme disconnect -n "$NQN" >/dev/null 2>&1 || true
+	nvmet_down
+	one_ns_devices_down
+}
+
+# NFS: the client in the initial namespace (the C siw cannot mount from another, see
+# nfs_pairing), the server in host B.
+nfs_bench() {
+	local f=/tmp/siw-nfs/bench.dat
+	nfs_hosts_init_a "$1" "$1"
+	nfs_server_up
+	modprobe rpcrdma
+	mkdir -p /tmp/siw-nfs
+	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock 192.168.77.2:/tmp/nfs-export /tmp/siw-nfs
+	# The file the read row reads is written first in any case.
+	echo "= nfs3 seqwrite 1M|$(fio_rate write 1M 4 "$f" 256M mib)"
+	if selected "nfs3 seqread 1M"; then
+		echo "= nfs3 seqread 1M|$(fio_rate read 1M 4 "$f" 256M mib)"
+	fi
+	rm -f "$f"
+	umount /tmp/siw-nfs
+}
+nfs_bench_down() {
+	umount /tmp/siw-nfs 2>/dev/null || true
+	nfs_server_down
+	nfs_hosts_down
+}
+
+declare -A res # res[DRIVER|NAME|ROUND]
+# storage_group KIND DRIVER ROUND: the group's benchmarks; a failed group leaves its
+# selected rows at "-".
+storage_group() {
+	local kind=$1 drv=$2 r=$3 line
+	(
+		set -e
+		trap "${kind}_bench_down" EXIT
+		"${kind}_bench" "$drv"
+	) >/tmp/bench-st.out 2>/tmp/bench-st.err ||
+		echo "# $drv $kind round $r failed: $(tail -n 3 /tmp/bench-st.err | tr '\n' ' ')" >&2
+	while IFS= read -r line; do
+		case "$line" in "= "*) line=${line#= } ;; *) continue ;; esac
+		res[$drv|${line%%|*}|$r]=${line#*|}
+	done </tmp/bench-st.out
+}
+
+for r in $(seq "$rounds"); do
+	for drv in siw siw_rs; do
+		if any_selected "${perf[@]}"; then
+			two_hosts "$drv" "$drv"
+			for b in "${perf[@]}"; do
+				name=${b%%|*}
+				selected "$name" || continue
+				read -r -a cmd <<<"${b#*|}"
+				res[$drv|$name|$r]=$(run_perf "${cmd[@]}")
+			done
+			two_hosts_down
+		fi
+		if any_selected "${storage[@]:0:2}"; then storage_group nvme "$drv" "$r"; fi
+		if any_selected "${storage[@]:2:2}"; then storage_group nfs "$drv" "$r"; fi
+		for b in "${perf[@]}" "${storage[@]}"; do
+			name=${b%%|*}
+			selected "$name" || continue
+			echo "# round $r $drv $name: ${res[$drv|$name|$r]:--}"
+		done
 	done
-	two_hosts_down
 done
 
-printf '%-14s %12s %12s %10s\n' benchmark "C siw" siw_rs "siw_rs/C"
-for b in "${benches[@]}"; do
+printf '\n%-18s %6s %10s %10s %9s %11s  %s\n' benchmark unit "C siw" siw_rs "siw_rs/C" "pairs" ""
+for b in "${perf[@]}" "${storage[@]}"; do
 	name=${b%%|*}
-	[ -n "$filter" ] && ! has "$filter" "$name" && continue
-	c=${res[siw:$name]} r=${res[siw_rs:$name]}
-	unit=MB/s; case "$name" in *lat*) unit=us ;; esac
-	ratio=$(awk -v c="$c" -v r="$r" 'BEGIN { if (c + 0 > 0 && r + 0 > 0) printf "%.2f", r / c; else print "-" }')
-	printf '%-14s %9s %-2s %9s %-2s %10s\n' "$name" "$c" "$unit" "$r" "$unit" "$ratio"
+	selected "$name" || continue
+	c=() s=()
+	for r in $(seq "$rounds"); do
+		c+=("${res[siw|$name|$r]:--}")
+		s+=("${res[siw_rs|$name|$r]:--}")
+	done
+	# Medians over the runs that gave a figure; ratios over the rounds where both did.
+	awk -v name="$name" -v unit="$(unit_of "$name")" -v c="${c[*]}" -v s="${s[*]}" '
+	function median(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		return n == 0 ? "-" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
+	}
+	function fmt(v) { return v == "-" ? "-" : sprintf(v >= 100 ? "%.0f" : "%.2f", v) }
+	BEGIN {
+		n = split(c, C, " "); split(s, S, " ")
+		nc = ns = nr = 0; lo = hi = ""; bad = 0
+		for (i = 1; i <= n; i++) {
+			if (C[i] != "-") cv[++nc] = C[i] + 0; else bad++
+			if (S[i] != "-") sv[++ns] = S[i] + 0; else bad++
+			if (C[i] != "-" && S[i] != "-" && C[i] + 0 > 0) {
+				q = (S[i] + 0) / (C[i] + 0); rv[++nr] = q
+				if (lo == "" || q < lo) lo = q
+				if (hi == "" || q > hi) hi = q
+			}
+		}
+		mr = median(rv, nr)
+		printf "%-18s %6s %10s %10s %9s %11s  %s\n", name, unit, fmt(median(cv, nc)), fmt(median(sv, ns)),
+			mr == "-" ? "-" : sprintf("%.2f", mr), nr ? sprintf("%.2f..%.2f", lo, hi) : "-",
+			bad ? bad " run(s) FAILED" : ""
+	}'
 done
-echo "(bandwidth: higher is better; latency: lower is better; guest time counts instructions)"
+echo "($rounds rounds, C siw then siw_rs in each; medians; pairs: min..max of the per-round"
+echo " ratios; bandwidth and IOPS: higher is better, latency: lower; guest time counts"
+echo " instructions)"
