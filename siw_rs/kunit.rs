@@ -246,7 +246,18 @@ mod fastreg {
         assert_eq!(register(&t, pd, key, key2, rights, 0, 0), Ok(()));
         assert!(t.mr(key2).is_some());
         assert!(t.mr(key).is_none());
+        // Work holding the registration (an FPDU half placed, a Read Response half sent)
+        // sees it go invalid with the invalidation, and with the deregistration.
+        let held = t.mr(key2).ok_or(EINVAL)?;
+        assert_eq!(invalidate(&t, pd, key2), Ok(()));
+        assert!(!held.is_valid());
+        let key3 = (stag & !0xff) | 0x19;
+        assert_eq!(register(&t, pd, key2, key3, rights, 0, 0), Ok(()));
+        let held = t.mr(key3).ok_or(EINVAL)?;
+        assert!(held.is_valid());
         drop(t.remove_mr(stag >> 8));
+        assert!(!held.is_valid());
+        assert!(t.mr(key3).is_none());
         Ok(())
     }
 }

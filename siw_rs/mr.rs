@@ -78,10 +78,11 @@ pub(crate) enum AccessError {
 /// What the data path sees of a region: for a fast-registration MR, one registration of it.
 ///
 /// A registration never changes: `REG_MR` publishes a new one under the MR's STag index,
-/// and invalidation clears `valid` of the current one. Work that took a registration before
-/// it was invalidated (an element being sent) finishes with it; every inbound segment looks
-/// the STag up again, so none is placed once the STag is invalid or re-registered under a
-/// new key (RFC 5040 section 8.1.1, item 6).
+/// and invalidation or deregistration clears `valid` of the current one. Every inbound
+/// segment looks the STag up again, and placement checks `valid` before each piece of a
+/// segment, so nothing is placed once the STag is invalid, deregistered or re-registered
+/// under a new key; a Read Response checks its source before each FPDU (RFC 5040 section
+/// 8.1.1, item 6). A local element being sent from a registration finishes with it.
 pub(crate) struct MrCore {
     /// The STag (local and remote key).
     pub(crate) stag: u32,
@@ -106,6 +107,13 @@ impl MrCore {
     /// Whether the STag is valid (RFC 5040: accesses to an invalid STag are refused).
     pub(crate) fn is_valid(&self) -> bool {
         self.valid.load(Ordering::Acquire)
+    }
+
+    /// The MR was deregistered: work still holding this registration (a Read Response
+    /// being sent from it, an FPDU half placed into it) finds the STag invalid at its next
+    /// step and stops there (RFC 5040 section 8.1.1, item 6).
+    pub(crate) fn retire(&self) {
+        self.valid.store(false, Ordering::Release);
     }
 
     /// Checks an access of `len` bytes at address `addr` by a QP of PD `pd` that needs the

@@ -237,6 +237,10 @@ fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8]) -> Result<(), RxStop> {
     // Where this slice goes: the FPDU's offset plus what came before in it.
     let before = link.rx.recv.payload_received().saturating_sub(p.len());
     if let Some((mr, off)) = &link.rx.tagged {
+        // Invalidated or deregistered while this FPDU was coming in: not another byte.
+        if !mr.is_valid() {
+            return Err(RxStop::Term(TermError::DdpTaggedInvalidStag));
+        }
         return mr
             .pages
             .write(off.saturating_add(before), p)

@@ -148,9 +148,12 @@ impl Tables {
         Err(EBUSY)
     }
 
-    /// Forgets the MR with STag index `index`.
+    /// Forgets the MR with STag index `index` (deregistration); its registration is
+    /// invalid from now on, also to work still holding it.
     pub(crate) fn remove_mr(&self, index: u32) -> Option<Arc<MrCore>> {
-        self.mrs.lock().remove(index as usize)
+        let mr = self.mrs.lock().remove(index as usize)?;
+        mr.retire();
+        Some(mr)
     }
 
     /// The MR named by `stag` (index and key must match), if the STag is valid.

@@ -88,15 +88,31 @@ pub(crate) struct OrqEntry {
 /// Where an active element's payload comes from.
 enum Source {
     /// Registered memory: up to six (region, offset, length) pieces. With `splice`, TCP
-    /// references pinned user pages instead of copying them (see [`ZCOPY_MIN`]).
+    /// references pinned user pages instead of copying them (see [`ZCOPY_MIN`]). `remote`:
+    /// a Read Response, read on the peer's behalf, which stops once its STag goes invalid.
     Sges {
         parts: [Option<(Arc<MrCore>, usize, u32)>; 6],
         splice: bool,
+        remote: bool,
     },
     /// Inline data copied out of the SQE.
     Inline { data: [u8; MAX_INLINE], len: usize },
     /// No payload.
     None,
+}
+
+impl Source {
+    /// Whether this is memory read for the peer and any of it is no longer valid.
+    fn remote_invalid(&self) -> bool {
+        match self {
+            Source::Sges {
+                parts,
+                remote: true,
+                ..
+            } => parts.iter().flatten().any(|(mr, _, _)| !mr.is_valid()),
+            _ => false,
+        }
+    }
 }
 
 /// The active element.
@@ -269,6 +285,13 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             continue;
         }
         if let Some(a) = tx.active.as_mut() {
+            // A Read Response whose source was invalidated or deregistered since the
+            // last FPDU: not another byte of it (RFC 5040 section 8.1.1, item 6).
+            if a.src.remote_invalid() {
+                tx.active = None;
+                tx.terminate(TermError::RdmapInvalidStag, &[]);
+                continue;
+            }
             let Some(seg) = a.seg.next() else {
                 tx.active = None;
                 continue;
@@ -405,6 +428,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 src: Source::Sges {
                     parts,
                     splice: rr.size >= ZCOPY_MIN,
+                    remote: true,
                 },
                 done: None,
                 term: false,
@@ -503,7 +527,7 @@ fn payload<'a>(
             }
             f(IoVec::new(data.get(s..e).ok_or(TxStop::Failed)?))
         }
-        Source::Sges { parts, splice } => {
+        Source::Sges { parts, splice, .. } => {
             let mut skip = off;
             let mut left = len;
             for (mr, base, plen) in parts.iter().flatten() {
@@ -685,6 +709,7 @@ fn activate(
             Source::Sges {
                 parts,
                 splice: false,
+                remote: false,
             },
             total,
         )
