@@ -109,10 +109,11 @@ impl MrCore {
         self.valid.load(Ordering::Acquire)
     }
 
-    /// The MR was deregistered: work still holding this registration (a Read Response
-    /// being sent from it, an FPDU half placed into it) finds the STag invalid at its next
-    /// step and stops there (RFC 5040 section 8.1.1, item 6).
-    pub(crate) fn retire(&self) {
+    /// The STag goes invalid (Local Invalidate, remote invalidation, deregistration):
+    /// lookups no longer find it, and work still holding this registration (a Read
+    /// Response being sent from it, an FPDU half placed into it) stops at its next step
+    /// (RFC 5040 section 8.1.1, item 6).
+    pub(crate) fn set_invalid(&self) {
         self.valid.store(false, Ordering::Release);
     }
 
@@ -245,7 +246,7 @@ pub(crate) fn invalidate(tables: &Tables, pd: usize, stag: u32) -> Result<(), Fa
     if cur.fast.is_none() {
         return Err(FastRegError::NotAllowed);
     }
-    cur.valid.store(false, Ordering::Release);
+    cur.set_invalid();
     Ok(())
 }
 

@@ -152,7 +152,7 @@ impl Tables {
     /// invalid from now on, also to work still holding it.
     pub(crate) fn remove_mr(&self, index: u32) -> Option<Arc<MrCore>> {
         let mr = self.mrs.lock().remove(index as usize)?;
-        mr.retire();
+        mr.set_invalid();
         Some(mr)
     }
 

@@ -83,17 +83,20 @@ fio_rate() {
 }
 
 # Each storage group runs in a subshell under errexit (the selftests' helpers are written
-# for it) and prints "= NAME|VALUE" lines; its EXIT trap undoes whatever was set up.
+# for it; a figure is assigned before it is printed, so a failed fio stops the group) and
+# prints "= NAME|VALUE" lines; its EXIT trap undoes whatever was set up.
 nvme_bench() {
-	local dev
+	local dev v
 	one_ns_devices "$1" "$1"
 	nvmet_up 192.168.77.2
 	dev=$(nvme_connect 192.168.77.2 192.168.77.1)
 	if selected "nvme randread 4K"; then
-		echo "= nvme randread 4K|$(fio_rate randread 4k 32 "$dev" 512M iops)"
+		v=$(fio_rate randread 4k 32 "$dev" 512M iops)
+		echo "= nvme randread 4K|$v"
 	fi
 	if selected "nvme seqread 128K"; then
-		echo "= nvme seqread 128K|$(fio_rate read 128k 8 "$dev" 512M mib)"
+		v=$(fio_rate read 128k 8 "$dev" 512M mib)
+		echo "= nvme seqread 128K|$v"
 	fi
 }
 nvme_bench_down() {
@@ -105,16 +108,18 @@ nvme_bench_down() {
 # NFS: the client in the initial namespace (the C siw cannot mount from another, see
 # nfs_pairing), the server in host B.
 nfs_bench() {
-	local f=/tmp/siw-nfs/bench.dat
+	local f=/tmp/siw-nfs/bench.dat v
 	nfs_hosts_init_a "$1" "$1"
 	nfs_server_up
 	modprobe rpcrdma
 	mkdir -p /tmp/siw-nfs
 	mount -t nfs -o vers=3,proto=rdma,port=20049,nolock 192.168.77.2:/tmp/nfs-export /tmp/siw-nfs
 	# The file the read row reads is written first in any case.
-	echo "= nfs3 seqwrite 1M|$(fio_rate write 1M 4 "$f" 256M mib)"
+	v=$(fio_rate write 1M 4 "$f" 256M mib)
+	echo "= nfs3 seqwrite 1M|$v"
 	if selected "nfs3 seqread 1M"; then
-		echo "= nfs3 seqread 1M|$(fio_rate read 1M 4 "$f" 256M mib)"
+		v=$(fio_rate read 1M 4 "$f" 256M mib)
+		echo "= nfs3 seqread 1M|$v"
 	fi
 	rm -f "$f"
 	umount /tmp/siw-nfs
@@ -129,13 +134,19 @@ declare -A res # res[DRIVER|NAME|ROUND]
 # storage_group KIND DRIVER ROUND: the group's benchmarks; a failed group leaves its
 # selected rows at "-".
 storage_group() {
-	local kind=$1 drv=$2 r=$3 line
+	local kind=$1 drv=$2 r=$3 line rc
+	# Not tested by `if` or `||`: bash ignores errexit inside a subshell so tested.
+	set +e
 	(
 		set -e
 		trap "${kind}_bench_down" EXIT
 		"${kind}_bench" "$drv"
-	) >/tmp/bench-st.out 2>/tmp/bench-st.err ||
+	) >/tmp/bench-st.out 2>/tmp/bench-st.err
+	rc=$?
+	set -e
+	if [ "$rc" != 0 ]; then
 		echo "# $drv $kind round $r failed: $(tail -n 3 /tmp/bench-st.err | tr '\n' ' ')" >&2
+	fi
 	while IFS= read -r line; do
 		case "$line" in "= "*) line=${line#= } ;; *) continue ;; esac
 		res[$drv|${line%%|*}|$r]=${line#*|}

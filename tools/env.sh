@@ -36,7 +36,7 @@ siw_rs_fragment() {
 	test) cat "$base" ;;
 	bench | kasan)
 		# The base fragment without the options the override sets, then the override.
-		grep -v -F -f <(sed -n 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/\1/p' "$over") "$base"
+		grep -v -f <(sed -n 's/^\(CONFIG_[A-Za-z0-9_]*=\).*/^\1/p' "$over") "$base"
 		cat "$over"
 		;;
 	*) printf 'unknown kernel flavour SIW_RS_KFLAVOR=%s (test, bench or kasan)\n' "$SIW_RS_KFLAVOR" >&2
