@@ -16,6 +16,7 @@
 //! - [`ddp`]: DDP control word, tagged and untagged headers, placement checks.
 //! - [`rdmap`]: RDMAP opcodes, RDMAP headers and the full FPDU header.
 //! - [`fpdu`]: FPDU framing: padding, CRC trailer, MULPDU and MPA markers.
+//! - [`gidconn`]: connections made by `modify_qp` (siw_rs to siw_rs, no rdma_cm).
 //! - [`segment`]: segmentation of a message into DDP segments.
 //! - [`qp`]: the queue pair state machine.
 //! - [`rx`]: the streaming receiver that turns a TCP byte stream into events.
@@ -27,6 +28,7 @@ pub mod crc;
 pub mod ddp;
 pub mod error;
 pub mod fpdu;
+pub mod gidconn;
 pub mod mpa;
 pub mod qp;
 pub mod rdmap;

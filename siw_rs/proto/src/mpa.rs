@@ -513,6 +513,11 @@ impl MpaReader {
         }
     }
 
+    /// Forgets what was fed, for a frame on a new connection.
+    pub fn reset(&mut self) {
+        self.have = 0;
+    }
+
     /// The complete frame.
     pub fn frame(&self) -> Result<MpaFrame<'_>, MpaError> {
         MpaFrame::parse(self.buf.get(..self.have).unwrap_or(&[]), self.max_pd).map(|(f, _)| f)

@@ -79,6 +79,11 @@ pub struct Context {
     pub has_mpa: bool,
     /// No send work request is in progress.
     pub tx_idle: bool,
+    /// The request carries an address vector naming the peer (a connection made by
+    /// `modify_qp`, without the connection manager; see [`crate::gidconn`]).
+    pub has_av: bool,
+    /// A connection made by `modify_qp` is on its way or up.
+    pub av_conn: bool,
 }
 
 /// A transition's outcome: the new state and what the caller must do.
@@ -96,6 +101,8 @@ pub struct Transition {
     pub terminate: bool,
     /// Forget the connection endpoint (moving to ERROR from IDLE/RTR).
     pub release_cep: bool,
+    /// Start the connection the address vector names (IDLE to RTR with one).
+    pub connect: bool,
 }
 
 /// Why a transition was refused.
@@ -116,6 +123,7 @@ impl Transition {
             drop_conn: false,
             terminate: false,
             release_cep: false,
+            connect: false,
         }
     }
 }
@@ -124,12 +132,23 @@ impl Transition {
 ///
 /// Requests the C siw ignores leave the state unchanged (e.g. IDLE to CLOSING); those it
 /// refuses return [`Refused`].
+///
+/// One path is siw_rs's own: IDLE to RTR with an address vector starts a connection to the
+/// peer it names, and from RTR such a QP may move to RTS before that connection is up (its
+/// send work waits for it). Without an address vector, RTR is ignored as by the C siw, and
+/// RTS needs the connection manager's socket and MPA parameters.
 pub fn modify(cur: State, target: State, ctx: Context) -> Result<Transition, Refused> {
     let mut t = Transition::stay(cur);
     match cur {
         State::Idle | State::Rtr => match target {
+            State::Rtr if cur == State::Idle && ctx.has_av => {
+                t.next = State::Rtr;
+                t.connect = true;
+            }
             State::Rts => {
-                if !ctx.has_llp || !ctx.has_mpa {
+                let by_cm = ctx.has_llp && ctx.has_mpa;
+                let by_av = cur == State::Rtr && ctx.av_conn;
+                if !by_cm && !by_av {
                     return Err(Refused::NotConnected);
                 }
                 t.next = State::Rts;
@@ -247,7 +266,44 @@ mod tests {
                 drop_conn: false,
                 terminate: false,
                 release_cep: true,
+                connect: false,
             })
+        );
+    }
+
+    #[test]
+    fn an_address_vector_starts_a_connection_and_allows_rts_before_it_is_up() {
+        let av = Context {
+            has_av: true,
+            ..Context::default()
+        };
+        let t = modify(State::Idle, State::Rtr, av).ok();
+        assert_eq!(t.map(|t| (t.next, t.connect)), Some((State::Rtr, true)));
+        // Without one, RTR is ignored (the C siw) and RTS refused.
+        let t = modify(State::Idle, State::Rtr, Context::default()).ok();
+        assert_eq!(t.map(|t| (t.next, t.connect)), Some((State::Idle, false)));
+        let pending = Context {
+            av_conn: true,
+            ..Context::default()
+        };
+        assert_eq!(
+            modify(State::Rtr, State::Rts, pending).map(|t| t.next),
+            Ok(State::Rts)
+        );
+        // RTS straight from IDLE is not a shortcut around RTR.
+        assert_eq!(
+            modify(State::Idle, State::Rts, pending),
+            Err(Refused::NotConnected)
+        );
+        // A second RTR with an address vector does not start a second connection.
+        assert_eq!(
+            modify(State::Rtr, State::Rtr, av).map(|t| t.connect),
+            Ok(false)
+        );
+        // ERROR from RTR ends the connection attempt.
+        assert_eq!(
+            modify(State::Rtr, State::Error, pending).map(|t| t.release_cep),
+            Ok(true)
         );
     }
 
@@ -309,11 +365,13 @@ mod tests {
         // No combination panics; each yields a state or a refusal.
         for cur in ALL {
             for target in ALL {
-                for bits in 0..8u8 {
+                for bits in 0..32u8 {
                     let ctx = Context {
                         has_llp: bits & 1 != 0,
                         has_mpa: bits & 2 != 0,
                         tx_idle: bits & 4 != 0,
+                        has_av: bits & 8 != 0,
+                        av_conn: bits & 16 != 0,
                     };
                     let _ = modify(cur, target, ctx);
                 }

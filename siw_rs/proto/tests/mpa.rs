@@ -681,3 +681,17 @@ fn initiator_fails_a_reply_or_reject_with_too_much_private_data() {
         );
     });
 }
+
+#[test]
+fn a_reset_reader_takes_a_new_frame() {
+    let pol = MpaPolicy::c_siw();
+    let mut buf = [0u8; MAX_FRAME_LEN];
+    let n = request(&pol).encode(&mut buf).expect("encode");
+    let mut r = MpaReader::new(PD_MAX_SIW);
+    // Half a frame from a connection that broke, then the whole frame on the next one.
+    assert_eq!(r.feed(&buf[..n / 2]), Ok((n / 2, false)));
+    r.reset();
+    assert_eq!(r.feed(&buf[..n]), Ok((n, true)));
+    let want = MpaFrame::parse(&buf[..n], PD_MAX_SIW).map(|(f, _)| f);
+    assert_eq!(r.frame(), want);
+}

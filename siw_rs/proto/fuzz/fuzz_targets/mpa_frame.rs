@@ -7,10 +7,13 @@
 //! frame. A frame that parses must re-encode to the same bytes, the streaming reader
 //! must agree with the one-shot parser, and negotiation must not panic; an accepted
 //! connection's reply must parse back and be accepted by the initiator side with
-//! consistent parameters.
+//! consistent parameters. The private data also goes through the parser of connections
+//! made by `modify_qp` (`gidconn`): what parses must re-encode to the same octets, and the
+//! initiator's reading of it must not panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use siw_proto::gidconn::{self, Message};
 use siw_proto::mpa::{
     build_request, negotiate_initiator, negotiate_responder, MpaFrame, MpaPolicy, MpaReader,
     RtrSet, MAX_FRAME_LEN, PD_MAX_SIW, PD_MAX_WIRE,
@@ -61,6 +64,12 @@ fuzz_target!(|data: &[u8]| {
     let mut out = [0u8; MAX_FRAME_LEN];
     let m = f.encode(&mut out).expect("re-encode");
     assert_eq!(&out[..m], &frame[..len]);
+
+    // The private data as a message of a connection made by `modify_qp`.
+    if let Some(msg) = Message::parse(f.private_data) {
+        assert_eq!(&msg.encode()[..], f.private_data);
+    }
+    let _ = gidconn::outcome(u32::from(sel), 7, f.header.reject, f.private_data);
 
     // The responder role on this frame.
     if let Ok(acc) = negotiate_responder(&policy, &f) {

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connections made by `modify_qp`, without the connection manager: siw_rs's own (the C
+//! siw cannot take part), for programs that exchange QP numbers and GIDs out of band and
+//! never use rdma_cm (`ibv_rc_pingpong`, `ibv_srq_pingpong`, rdma-core's tests).
+//!
+//! siw_rs fills its GID table with the addresses of its netdev ([`gid_of_v4`],
+//! [`gid_of_v6`]). A QP moved to RTR with an address vector names its own GID (by index),
+//! the peer's GID and the peer's QP number, so each end then knows both [`End`]s. The lower
+//! end connects ([`initiator`]): a TCP connection from its address to the peer's siw_rs
+//! listener, then an MPA request whose private data names both QPs ([`Request`]). The
+//! responder looks the QP up by number and accepts only if that QP waits for exactly this
+//! peer ([`answer`]); otherwise its reject carries a [`Refusal`], which tells the initiator
+//! whether to try again (the peer QP has not reached RTR yet) or to give up.
+//!
+//! Private data layout (16 octets, the same for request, accept and refusal):
+//!
+//! ```text
+//!  0      4     5      6        8           12          16
+//!  | MAGIC | VER | KIND | REASON | FROM QPN  |  TO QPN   |
+//! ```
+//!
+//! QP numbers are big-endian; `REASON` is zero but in a refusal.
+
+use super::wire::{Reader, Writer};
+
+/// A GID as siw_rs's table holds it: an IPv6 address, or an IPv4 one mapped into IPv6.
+pub type Gid = [u8; 16];
+
+/// One end of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct End {
+    /// The end's address, as a GID.
+    pub gid: Gid,
+    /// The end's QP number.
+    pub qpn: u32,
+}
+
+/// An IP address named by a GID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpAddr {
+    /// An IPv4 address (the GID is `::ffff:a.b.c.d`).
+    V4([u8; 4]),
+    /// An IPv6 address.
+    V6([u8; 16]),
+}
+
+/// The GID of an IPv4 address: `::ffff:a.b.c.d` (RFC 4291 section 2.5.5.2).
+pub fn gid_of_v4(a: [u8; 4]) -> Gid {
+    let [a0, a1, a2, a3] = a;
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a0, a1, a2, a3]
+}
+
+/// The GID of an IPv6 address: the address itself.
+pub fn gid_of_v6(a: [u8; 16]) -> Gid {
+    a
+}
+
+/// The address a GID names, if a connection can be made to it: not the unspecified
+/// address, not multicast (`ff00::/8`), and for an IPv4-mapped one not `0.0.0.0/8`,
+/// multicast or broadcast.
+pub fn ip_of_gid(gid: &Gid) -> Option<IpAddr> {
+    let (prefix, v4) = gid.split_last_chunk::<4>()?;
+    if *prefix == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
+        return match v4.first() {
+            Some(0 | 224..=255) | None => None,
+            Some(_) => Some(IpAddr::V4(*v4)),
+        };
+    }
+    if gid.iter().all(|b| *b == 0) || gid.first() == Some(&0xff) {
+        return None;
+    }
+    Some(IpAddr::V6(*gid))
+}
+
+/// Whether `local` connects to `remote` (the lower end does), or `None` when both are the
+/// same end: a QP cannot be its own peer.
+pub fn initiator(local: &End, remote: &End) -> Option<bool> {
+    match local.cmp(remote) {
+        core::cmp::Ordering::Less => Some(true),
+        core::cmp::Ordering::Greater => Some(false),
+        core::cmp::Ordering::Equal => None,
+    }
+}
+
+/// Brings the address entries of a GID table up to date with `addrs`, the addresses the
+/// netdev has now: an entry whose address is gone is emptied, an address not in the table
+/// yet takes the first empty entry (one that finds none is left out). Every address that
+/// stays keeps its entry, so an index a program read stays valid while its address does.
+/// Returns whether any entry changed.
+pub fn update_slots(slots: &mut [Option<Gid>], addrs: &[Gid]) -> bool {
+    let mut changed = false;
+    for s in slots.iter_mut() {
+        if s.is_some_and(|g| !addrs.contains(&g)) {
+            *s = None;
+            changed = true;
+        }
+    }
+    for a in addrs {
+        if slots.contains(&Some(*a)) {
+            continue;
+        }
+        if let Some(free) = slots.iter_mut().find(|s| s.is_none()) {
+            *free = Some(*a);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// The length of the private data of every message here.
+pub const PD_LEN: usize = 16;
+/// Marks siw_rs's private data (the listener only speaks this protocol, but a stray
+/// connection must not be taken for it).
+pub const MAGIC: [u8; 4] = *b"siwQ";
+/// The version of the layout.
+pub const VERSION: u8 = 1;
+
+const KIND_REQUEST: u8 = 1;
+const KIND_ACCEPT: u8 = 2;
+const KIND_REFUSE: u8 = 3;
+
+/// Why a responder refused a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No QP of that number on the responder's device.
+    NoSuchQp,
+    /// The QP exists but has no address vector yet (not in RTR): try again.
+    NotReady,
+    /// The QP waits for another peer.
+    WrongPeer,
+    /// The QP is connected, or connecting itself.
+    Busy,
+}
+
+impl Refusal {
+    const ALL: [Self; 4] = [Self::NoSuchQp, Self::NotReady, Self::WrongPeer, Self::Busy];
+
+    fn code(self) -> u8 {
+        match self {
+            Self::NoSuchQp => 1,
+            Self::NotReady => 2,
+            Self::WrongPeer => 3,
+            Self::Busy => 4,
+        }
+    }
+
+    /// Whether the initiator should try again (until its deadline) rather than give up.
+    pub fn retry(self) -> bool {
+        self == Self::NotReady
+    }
+}
+
+/// A message's private data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// The initiator's request: from QP `from` to QP `to`.
+    Request {
+        /// The initiator's QP number.
+        from: u32,
+        /// The responder's QP number, as the initiator's address vector names it.
+        to: u32,
+    },
+    /// The responder accepted: its QP `from`, the initiator's `to`.
+    Accept {
+        /// The responder's QP number.
+        from: u32,
+        /// The initiator's QP number.
+        to: u32,
+    },
+    /// The responder refused.
+    Refuse(Refusal),
+}
+
+impl Message {
+    /// The 16 octets of private data.
+    pub fn encode(&self) -> [u8; PD_LEN] {
+        let (kind, reason, from, to) = match *self {
+            Self::Request { from, to } => (KIND_REQUEST, 0, from, to),
+            Self::Accept { from, to } => (KIND_ACCEPT, 0, from, to),
+            Self::Refuse(r) => (KIND_REFUSE, r.code(), 0, 0),
+        };
+        let mut b = [0u8; PD_LEN];
+        let mut w = Writer::new(&mut b);
+        // 16 octets fit in 16: the writes cannot fail.
+        let _ = w
+            .put(&MAGIC)
+            .and_then(|()| w.put(&[VERSION, kind, reason, 0]))
+            .and_then(|()| w.u32(from))
+            .and_then(|()| w.u32(to));
+        b
+    }
+
+    /// Parses private data; `None` for anything that is not exactly a message of this
+    /// version (a reserved octet set included).
+    pub fn parse(pd: &[u8]) -> Option<Self> {
+        if pd.len() != PD_LEN {
+            return None;
+        }
+        let mut r = Reader::new(pd);
+        let (magic, [ver, kind, reason, rsvd]) = (r.array::<4>()?, r.array::<4>()?);
+        if magic != MAGIC || ver != VERSION || rsvd != 0 {
+            return None;
+        }
+        let (from, to) = (r.u32()?, r.u32()?);
+        match (kind, reason) {
+            (KIND_REQUEST, 0) => Some(Self::Request { from, to }),
+            (KIND_ACCEPT, 0) => Some(Self::Accept { from, to }),
+            (KIND_REFUSE, r) if from == 0 && to == 0 => Refusal::ALL
+                .iter()
+                .find(|x| x.code() == r)
+                .map(|x| Self::Refuse(*x)),
+            _ => None,
+        }
+    }
+}
+
+/// What the QP a request names is doing, as the responder sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waits {
+    /// There is no such QP.
+    Nothing,
+    /// The QP has no address vector yet.
+    NoPeerYet,
+    /// The QP is in RTR or RTS with an address vector naming `End`, is the responder for
+    /// it, and is not connected yet.
+    For(End),
+    /// The QP is connected, or connects itself.
+    Taken,
+}
+
+/// The responder's answer to a request from `from` (its address as the socket shows it,
+/// and the QP number it names itself by) for a QP that `waits`.
+pub fn answer(from: &End, waits: Waits) -> Result<(), Refusal> {
+    match waits {
+        Waits::Nothing => Err(Refusal::NoSuchQp),
+        Waits::NoPeerYet => Err(Refusal::NotReady),
+        Waits::For(peer) if peer == *from => Ok(()),
+        Waits::For(_) => Err(Refusal::WrongPeer),
+        Waits::Taken => Err(Refusal::Busy),
+    }
+}
+
+/// What an initiator does with the responder's reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Connected.
+    Connected,
+    /// Try again later (until the deadline).
+    Retry,
+    /// Give up: the QP goes to ERROR.
+    Fail,
+}
+
+/// The initiator's reading of a reply's private data: accepted by the QP it asked for
+/// (`to`, from its own `from`), refused (try again or not), or garbage (give up).
+pub fn outcome(from: u32, to: u32, rejected: bool, pd: &[u8]) -> Outcome {
+    match (rejected, Message::parse(pd)) {
+        (false, Some(Message::Accept { from: f, to: t })) if f == to && t == from => {
+            Outcome::Connected
+        }
+        (true, Some(Message::Refuse(r))) if r.retry() => Outcome::Retry,
+        _ => Outcome::Fail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: [u8; 4] = [192, 168, 77, 1];
+    const B: [u8; 4] = [192, 168, 77, 2];
+
+    #[test]
+    fn ipv4_gids_are_mapped_and_round_trip() {
+        let g = gid_of_v4(A);
+        assert_eq!(
+            g,
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 77, 1]
+        );
+        assert_eq!(ip_of_gid(&g), Some(IpAddr::V4(A)));
+        let v6 = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        assert_eq!(ip_of_gid(&gid_of_v6(v6)), Some(IpAddr::V6(v6)));
+        let mut lo6 = [0u8; 16];
+        lo6[15] = 1;
+        assert_eq!(ip_of_gid(&lo6), Some(IpAddr::V6(lo6)));
+    }
+
+    #[test]
+    fn gids_that_name_no_peer_are_refused() {
+        assert_eq!(ip_of_gid(&[0; 16]), None);
+        let mut mc = [0u8; 16];
+        mc[0] = 0xff;
+        mc[1] = 0x02;
+        mc[15] = 1;
+        assert_eq!(ip_of_gid(&mc), None);
+        for bad in [
+            [0, 0, 0, 0],
+            [0, 1, 2, 3],
+            [224, 0, 0, 1],
+            [255, 255, 255, 255],
+        ] {
+            assert_eq!(ip_of_gid(&gid_of_v4(bad)), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn addresses_keep_their_entries_while_they_stay() {
+        let (a, b, c, d) = (
+            gid_of_v4([10, 0, 0, 1]),
+            gid_of_v4([10, 0, 0, 2]),
+            gid_of_v4([10, 0, 0, 3]),
+            gid_of_v4([10, 0, 0, 4]),
+        );
+        let mut slots = [None; 3];
+        assert!(update_slots(&mut slots, &[a, b]));
+        assert_eq!(slots, [Some(a), Some(b), None]);
+        assert!(!update_slots(&mut slots, &[b, a]));
+        // a goes, c comes: b keeps entry 1, c takes the entry a left.
+        assert!(update_slots(&mut slots, &[b, c]));
+        assert_eq!(slots, [Some(c), Some(b), None]);
+        // More addresses than entries: the ones without room are left out, and take an
+        // entry once one is free.
+        assert!(update_slots(&mut slots, &[b, c, d, a]));
+        assert_eq!(slots, [Some(c), Some(b), Some(d)]);
+        assert!(update_slots(&mut slots, &[a, c, d]));
+        assert_eq!(slots, [Some(c), Some(a), Some(d)]);
+        assert!(update_slots(&mut slots, &[]));
+        assert_eq!(slots, [None; 3]);
+    }
+
+    #[test]
+    fn the_lower_end_connects_and_a_qp_is_not_its_own_peer() {
+        let a = End {
+            gid: gid_of_v4(A),
+            qpn: 9,
+        };
+        let b = End {
+            gid: gid_of_v4(B),
+            qpn: 3,
+        };
+        assert_eq!(initiator(&a, &b), Some(true));
+        assert_eq!(initiator(&b, &a), Some(false));
+        // One device: the QP number decides.
+        let a2 = End { qpn: 10, ..a };
+        assert_eq!(initiator(&a, &a2), Some(true));
+        assert_eq!(initiator(&a2, &a), Some(false));
+        assert_eq!(initiator(&a, &a), None);
+    }
+
+    #[test]
+    fn messages_round_trip_and_garbage_is_refused() {
+        let msgs = [
+            Message::Request { from: 1, to: 2 },
+            Message::Accept {
+                from: u32::MAX,
+                to: 0,
+            },
+            Message::Refuse(Refusal::NoSuchQp),
+            Message::Refuse(Refusal::NotReady),
+            Message::Refuse(Refusal::WrongPeer),
+            Message::Refuse(Refusal::Busy),
+        ];
+        for m in msgs {
+            let b = m.encode();
+            assert_eq!(Message::parse(&b), Some(m));
+            // Every single-octet change of the header is refused or changes the message.
+            for i in 0..8 {
+                let mut c = b;
+                if let Some(o) = c.get_mut(i) {
+                    *o ^= 0x40;
+                }
+                assert_ne!(Message::parse(&c), Some(m), "octet {i}");
+            }
+            assert_eq!(Message::parse(&b[..15]), None);
+            let mut long = [0u8; 17];
+            long[..16].copy_from_slice(&b);
+            assert_eq!(Message::parse(&long), None);
+        }
+        let mut r = Message::Refuse(Refusal::Busy).encode();
+        r[6] = 9;
+        assert_eq!(Message::parse(&r), None);
+        assert_eq!(
+            &Message::Request {
+                from: 0x01020304,
+                to: 5
+            }
+            .encode()[8..],
+            &[1, 2, 3, 4, 0, 0, 0, 5]
+        );
+    }
+
+    #[test]
+    fn the_responder_accepts_only_the_peer_it_waits_for() {
+        let from = End {
+            gid: gid_of_v4(A),
+            qpn: 7,
+        };
+        assert_eq!(answer(&from, Waits::Nothing), Err(Refusal::NoSuchQp));
+        assert_eq!(answer(&from, Waits::NoPeerYet), Err(Refusal::NotReady));
+        assert_eq!(answer(&from, Waits::For(from)), Ok(()));
+        let other_qp = End { qpn: 8, ..from };
+        assert_eq!(answer(&from, Waits::For(other_qp)), Err(Refusal::WrongPeer));
+        let other_host = End {
+            gid: gid_of_v4(B),
+            ..from
+        };
+        assert_eq!(
+            answer(&from, Waits::For(other_host)),
+            Err(Refusal::WrongPeer)
+        );
+        assert_eq!(answer(&from, Waits::Taken), Err(Refusal::Busy));
+    }
+
+    #[test]
+    fn the_initiator_retries_only_while_the_peer_is_not_ready() {
+        let acc = Message::Accept { from: 2, to: 1 }.encode();
+        assert_eq!(outcome(1, 2, false, &acc), Outcome::Connected);
+        // Accepted by another QP than asked for, or for another: give up.
+        assert_eq!(outcome(1, 3, false, &acc), Outcome::Fail);
+        assert_eq!(outcome(4, 2, false, &acc), Outcome::Fail);
+        // An accept with the reject bit, or a refusal without it, is garbage.
+        assert_eq!(outcome(1, 2, true, &acc), Outcome::Fail);
+        let not_ready = Message::Refuse(Refusal::NotReady).encode();
+        assert_eq!(outcome(1, 2, true, &not_ready), Outcome::Retry);
+        assert_eq!(outcome(1, 2, false, &not_ready), Outcome::Fail);
+        for r in [Refusal::NoSuchQp, Refusal::WrongPeer, Refusal::Busy] {
+            assert_eq!(
+                outcome(1, 2, true, &Message::Refuse(r).encode()),
+                Outcome::Fail
+            );
+        }
+        assert_eq!(outcome(1, 2, true, &[]), Outcome::Fail);
+        assert_eq!(outcome(1, 2, false, b"not ours at all!"), Outcome::Fail);
+    }
+}
