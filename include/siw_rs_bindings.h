@@ -7,6 +7,7 @@
 #include <linux/netdevice.h>
 #include <linux/etherdevice.h>
 #include <linux/if_arp.h>
+#include <linux/inetdevice.h>
 #include <linux/cpumask.h>
 #include <net/addrconf.h>
 #include <net/sock.h>

@@ -52,6 +52,8 @@ u32 siw_rs_crc32c(u32 crc, const void *p, size_t len);
 unsigned int siw_rs_num_possible_cpus(void);
 struct workqueue_struct *siw_rs_wq_alloc(const char *name);
 void siw_rs_wq_destroy(struct workqueue_struct *wq);
+struct work_struct;
+bool siw_rs_cancel_delayed_work(struct work_struct *work);
 
 /* Network devices */
 struct net_device *siw_rs_netdev_notifier_info_to_dev(void *info);
@@ -61,6 +63,9 @@ unsigned int siw_rs_netdev_mtu(const struct net_device *ndev);
 void siw_rs_dev_put(struct net_device *ndev);
 struct net *siw_rs_dev_net(const struct net_device *ndev);
 int siw_rs_netdev_ifindex(const struct net_device *ndev);
+struct net_device *siw_rs_inetaddr_dev(void *ifa);
+struct net_device *siw_rs_inet6addr_dev(void *ifa);
+size_t siw_rs_netdev_ip_addrs(struct net_device *ndev, u8 (*out)[16], size_t max);
 
 /* Sockets */
 void siw_rs_sock_set_rdma_lock_class(struct socket *s);

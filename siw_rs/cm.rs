@@ -11,17 +11,24 @@ use crate::{
     device::{Siw, SiwDev},
     glue::{
         iov::IoVec,
-        net::tcp::{SkCtx, SockEvent, SockEvents, Socket},
+        net::{
+            netdev::NetDev,
+            tcp::{SkCtx, SockAddr, SockEvent, SockEvents, Socket},
+        },
         rdma::{
             cm::{CmEvent, CmId, ConnParam, EventData, RequestCookie},
             device::Device,
         },
         workqueue as work,
     },
-    proto::mpa::{
-        build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd, MpaFrame,
-        MpaHeader, MpaPolicy, MpaReader, Reject, RtrSet, IRD_ORD_LEN, MAX_FRAME_LEN, PD_MAX_SIW,
-        PD_MAX_ULP,
+    proto::qp::State,
+    proto::{
+        gidconn::{self, End, IpAddr, Message, Outcome},
+        mpa::{
+            build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd,
+            MpaFrame, MpaHeader, MpaPolicy, MpaReader, Reject, RtrSet, IRD_ORD_LEN, MAX_FRAME_LEN,
+            PD_MAX_SIW, PD_MAX_ULP,
+        },
     },
     qp::{LinkParams, QpCore},
     rx::{self, RxStop},
@@ -45,6 +52,11 @@ enum Phase {
     AwaitRequest,
     /// The request went to the connection manager; waiting for accept or reject.
     Requested,
+    /// A connection made by `modify_qp`: the TCP handshake runs.
+    Connecting,
+    /// A connection made by `modify_qp`: waiting to try again (the socket is a fresh,
+    /// unconnected one).
+    Backoff,
     /// Connected and the MPA request sent; waiting for the reply.
     AwaitReply,
     /// Responder in peer-to-peer mode: accepted, waiting for the initiator's RTR message
@@ -65,6 +77,28 @@ enum How {
     Peer,
     /// A protocol or socket error: report CLOSE, and a fatal QP event.
     Error,
+}
+
+/// Who an endpoint serves.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// The iWARP connection manager (`iw_cm`): events go to a cm_id.
+    Cm,
+    /// A connection made by `modify_qp` ([`crate::proto::gidconn`]): no cm_id; the QP
+    /// learns of the outcome alone.
+    Av,
+}
+
+/// The initiator's side of a connection made by `modify_qp`.
+struct AvEp {
+    /// This end and the peer's.
+    local: End,
+    remote: End,
+    /// The addresses to connect from (port 0) and to.
+    from: SockAddr,
+    to: SockAddr,
+    /// The wait before the next try.
+    backoff_ms: u32,
 }
 
 /// The initiator's MPA request, kept to check the reply against.
@@ -88,14 +122,18 @@ struct Inner {
     /// An initiator's cm_id still owed its CONNECT_REPLY: the core refused the upcall
     /// (out of memory) and the timer retries it. See [`Ep::report_reply`].
     reply_owed: Option<CmId>,
-    /// When a phase that waits for the peer or the ULP ends the endpoint.
+    /// When a phase that waits for the peer or the ULP ends the endpoint (or, for a
+    /// connection made by `modify_qp`, tries again).
     deadline: Option<Instant<Monotonic>>,
+    /// The initiator's side of a connection made by `modify_qp`.
+    av: Option<AvEp>,
 }
 
 /// A connection endpoint (listener or connection).
 #[pin_data]
 pub(crate) struct Ep {
     sk: SkCtx,
+    kind: Kind,
     tables: Arc<Tables>,
     /// Names this endpoint's connection request to the connection manager.
     cookie: RequestCookie,
@@ -104,6 +142,9 @@ pub(crate) struct Ep {
     /// The MPA exchange's deadline.
     #[pin]
     timeout: DelayedWork<Ep, 1>,
+    /// A connection made by `modify_qp`: the next try of the initiator.
+    #[pin]
+    backoff: DelayedWork<Ep, 2>,
     #[pin]
     inner: Mutex<Inner>,
 }
@@ -116,6 +157,22 @@ impl_has_delayed_work! {
     impl HasDelayedWork<Self, 1> for Ep { self.timeout }
 }
 
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, 2> for Ep { self.backoff }
+}
+
+impl WorkItem<2> for Ep {
+    type Pointer = Arc<Ep>;
+
+    fn run(this: Arc<Ep>) {
+        work::timer_done();
+        let mut g = this.inner.lock();
+        if g.phase == Phase::Backoff && g.av.is_some() {
+            this.av_try(&mut g);
+        }
+    }
+}
+
 /// How long a responder waits for the MPA request (the C siw's `MPAREQ_TIMEOUT`).
 const MPA_REQUEST_TIMEOUT_MS: u32 = 5000;
 /// How long an initiator waits for the MPA reply (the C siw's `MPAREP_TIMEOUT`).
@@ -126,6 +183,48 @@ const REPLY_RETRY_MS: u32 = 100;
 /// a request without telling us (its listener is going away), so waiting must end; an
 /// initiator has given up by then anyway (the C siw and siw_rs wait 10 s for the reply).
 const ACCEPT_TIMEOUT_MS: u32 = 10000;
+/// A connection made by `modify_qp`: how long one TCP handshake, and one MPA reply, may take
+/// before the initiator tries again (the QP's own deadline bounds the whole).
+const AV_TRY_TIMEOUT_MS: u32 = 2000;
+/// ... and the first and the longest wait between tries.
+const AV_BACKOFF_FIRST_MS: u32 = 10;
+const AV_BACKOFF_MAX_MS: u32 = 500;
+
+/// The TCP port siw_rs listens on for connections made by `modify_qp` (module parameter
+/// `gid_connect_port`; 0 when they are off).
+fn av_port() -> u16 {
+    u16::try_from(crate::module_parameters::gid_connect_port.value()).unwrap_or(0)
+}
+
+/// Whether connections made by `modify_qp` are on (`gid_connect_port` is not 0).
+pub(crate) fn av_enabled() -> bool {
+    av_port() != 0
+}
+
+/// The source ports an initiator of a connection made by `modify_qp` binds to: privileged
+/// ones, which only the kernel (or root) can take, as sunrpc's reserved ports. A responder
+/// refuses any other: a local user who is not root cannot speak for a QP of this host.
+const AV_SRC_PORTS: core::ops::RangeInclusive<u16> = 665..=1023;
+/// How many source ports one try attempts before it counts as failed.
+const AV_SRC_PORT_TRIES: u32 = 16;
+
+/// The socket address of `gid` at `port` on `nd` (a link-local IPv6 address is scoped to
+/// `nd`); `None` for a GID that names no address.
+fn sockaddr_of(gid: &[u8; 16], port: u16, nd: &NetDev) -> Option<SockAddr> {
+    Some(match gidconn::ip_of_gid(gid)? {
+        IpAddr::V4(a) => SockAddr::inet(a, port),
+        IpAddr::V6(a) => {
+            // fe80::/10.
+            let link_local = a.first() == Some(&0xfe) && a.get(1).is_some_and(|b| b & 0xc0 == 0x80);
+            let scope = if link_local {
+                u32::try_from(nd.ifindex()).unwrap_or(0)
+            } else {
+                0
+            };
+            SockAddr::inet6(a, port, scope)
+        }
+    })
+}
 
 impl WorkItem<1> for Ep {
     type Pointer = Arc<Ep>;
@@ -138,7 +237,11 @@ impl WorkItem<1> for Ep {
         }
         let waiting = matches!(
             g.phase,
-            Phase::AwaitRequest | Phase::AwaitReply | Phase::AwaitRtr | Phase::Requested
+            Phase::AwaitRequest
+                | Phase::AwaitReply
+                | Phase::AwaitRtr
+                | Phase::Requested
+                | Phase::Connecting
         );
         let Some(deadline) = g.deadline.filter(|_| waiting) else {
             return;
@@ -150,7 +253,11 @@ impl WorkItem<1> for Ep {
             return;
         }
         pr_debug!("siw_rs: timeout in {:?}\n", g.phase);
-        this.close_locked(&mut g, How::Error);
+        if g.av.is_some() {
+            this.av_retry(&mut g);
+        } else {
+            this.close_locked(&mut g, How::Error);
+        }
     }
 }
 
@@ -218,6 +325,7 @@ fn clamp_u8(v: u16) -> u8 {
 impl Ep {
     fn new(
         tables: Arc<Tables>,
+        kind: Kind,
         phase: Phase,
         sock: Option<Socket>,
         listener: Option<Arc<Ep>>,
@@ -235,10 +343,12 @@ impl Ep {
         Arc::pin_init(
             pin_init!(Ep {
                 sk: SkCtx::new(),
+                kind,
                 tables,
                 cookie: RequestCookie::new(),
                 work <- new_work!("Ep::work"),
                 timeout <- new_delayed_work!("Ep::timeout"),
+                backoff <- new_delayed_work!("Ep::backoff"),
                 inner <- Mutex::new(Inner {
                     phase,
                     sock,
@@ -250,6 +360,7 @@ impl Ep {
                     sent: None,
                     reply_owed: None,
                     deadline: None,
+                    av: None,
                 }, name, class),
             }),
             GFP_KERNEL,
@@ -291,8 +402,8 @@ impl Ep {
 
     fn process(self: &Arc<Self>) {
         let mut g = self.inner.lock();
-        // MPA can finish and the data path start in one run.
-        for _ in 0..2 {
+        // The TCP handshake, MPA and the data path can all finish in one run.
+        for _ in 0..3 {
             match g.phase {
                 Phase::Listen => {
                     let children = self.accept_all(&mut g);
@@ -312,6 +423,11 @@ impl Ep {
                         return;
                     }
                 }
+                Phase::Connecting => {
+                    if !self.av_connected_tcp(&mut g) {
+                        return;
+                    }
+                }
                 Phase::Established => {
                     self.data(&mut g);
                     return;
@@ -321,7 +437,7 @@ impl Ep {
                     self.check_rtr(&mut g);
                     return;
                 }
-                Phase::Requested | Phase::Closed => return,
+                Phase::Requested | Phase::Backoff | Phase::Closed => return,
             }
         }
     }
@@ -343,7 +459,13 @@ impl Ep {
     }
 
     fn new_child(tables: Arc<Tables>, s: Socket, listener: Arc<Ep>) -> Result<Arc<Self>> {
-        Ep::new(tables, Phase::AwaitRequest, Some(s), Some(listener))
+        Ep::new(
+            tables,
+            listener.kind,
+            Phase::AwaitRequest,
+            Some(s),
+            Some(listener),
+        )
     }
 
     /// Reads MPA bytes; returns true when the phase moved on and processing may continue.
@@ -364,23 +486,42 @@ impl Ep {
                 0
             }
         });
-        if bad || r.is_err() {
+        if bad {
             self.close_locked(g, How::Error);
+            return false;
+        }
+        if r.is_err() {
+            self.lost(g);
             return false;
         }
         if !done {
             if sock.alive().is_err() {
-                self.close_locked(g, How::Error);
+                self.lost(g);
             }
             return false;
         }
-        match g.phase {
-            Phase::AwaitRequest => {
+        match (g.phase, self.kind) {
+            (Phase::AwaitRequest, Kind::Cm) => {
                 self.got_request(g);
                 false
             }
-            Phase::AwaitReply => self.got_reply(g),
+            (Phase::AwaitRequest, Kind::Av) => {
+                self.got_av_request(g);
+                false
+            }
+            (Phase::AwaitReply, Kind::Cm) => self.got_reply(g),
+            (Phase::AwaitReply, Kind::Av) => self.got_av_reply(g),
             _ => false,
+        }
+    }
+
+    /// The connection broke before it was up: an initiator of a connection made by
+    /// `modify_qp` tries again, anything else ends.
+    fn lost(self: &Arc<Self>, g: &mut Inner) {
+        if g.av.is_some() {
+            self.av_retry(g);
+        } else {
+            self.close_locked(g, How::Error);
         }
     }
 
@@ -676,10 +817,17 @@ impl Ep {
         if let Some(qp) = g.qp.take() {
             let mut st = qp.lock();
             let ours = st.ep.as_ref().is_none_or(|e| Arc::ptr_eq(e, self));
+            // A QP already in ERROR (its deadline passed, or its user moved it) was flushed
+            // and told; nothing more to do for it.
             if ours
+                && st.state != State::Error
                 && matches!(
                     prev,
-                    Phase::Established | Phase::AwaitReply | Phase::AwaitRtr
+                    Phase::Established
+                        | Phase::AwaitReply
+                        | Phase::AwaitRtr
+                        | Phase::Connecting
+                        | Phase::Backoff
                 )
             {
                 qp.link_down(&mut st);
@@ -687,6 +835,8 @@ impl Ep {
                     st.fatal_event();
                 }
             }
+            drop(st);
+            qp.av_timer_cancel();
         }
         if let Some(sock) = g.sock.take() {
             sock.detach(&**self);
@@ -694,6 +844,7 @@ impl Ep {
             drop(sock);
         }
         drop(g.listener.take());
+        g.av = None;
         if prev == Phase::Requested {
             // Not ours to wait for any more: a late accept or reject finds nothing.
             drop(self.tables.take_request(self.cookie));
@@ -724,6 +875,250 @@ impl Ep {
     pub(crate) fn close_from_qp(self: &Arc<Self>) {
         let mut g = self.inner.lock();
         self.close_locked(&mut g, How::Local);
+    }
+
+    /// Whether this endpoint is still the one `g.qp` waits on to connect.
+    fn av_wanted(self: &Arc<Self>, g: &Inner) -> bool {
+        g.qp.as_ref()
+            .is_some_and(|qp| qp.av_waits_on(&qp.lock(), self))
+    }
+
+    /// Initiator of a connection made by `modify_qp`: one more try, on the fresh socket.
+    fn av_try(self: &Arc<Self>, g: &mut Inner) {
+        if !self.av_wanted(g) {
+            self.close_locked(g, How::Local);
+            return;
+        }
+        let (Some(av), Some(sock)) = (g.av.as_ref(), g.sock.as_ref()) else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        // Callbacks first: the handshake may end before `connect` returns.
+        sock.attach(self.clone());
+        let r = bind_reserved(sock, &av.from).and_then(|()| sock.connect_nonblock(&av.to));
+        if let Err(e) = r {
+            pr_debug!("siw_rs: av connect: {:?}\n", e);
+            self.av_retry(g);
+            return;
+        }
+        g.phase = Phase::Connecting;
+        self.set_deadline(g, AV_TRY_TIMEOUT_MS);
+        self.kick();
+    }
+
+    /// Initiator of a connection made by `modify_qp`: this try failed (no listener, the peer
+    /// QP not in RTR yet, a timeout): wait, then try again on a fresh socket. The QP's own
+    /// deadline ends the tries (it moves to ERROR, which closes this endpoint).
+    fn av_retry(self: &Arc<Self>, g: &mut Inner) {
+        if !self.av_wanted(g) {
+            self.close_locked(g, How::Local);
+            return;
+        }
+        let Some(old) = g.sock.take() else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        old.detach(&**self);
+        let fresh =
+            g.av.as_ref()
+                .and_then(|av| av.to.family())
+                .ok_or(EINVAL)
+                .and_then(|f| Socket::new_tcp_beside(&old, f, true));
+        drop(old);
+        let (Ok(fresh), Some(av)) = (fresh, g.av.as_mut()) else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        g.sock = Some(fresh);
+        g.sent = None;
+        g.mpa.reset();
+        let wait = av.backoff_ms;
+        av.backoff_ms = wait.saturating_mul(2).min(AV_BACKOFF_MAX_MS);
+        g.phase = Phase::Backoff;
+        g.deadline = None;
+        self.arm_backoff(wait);
+    }
+
+    /// Runs [`Ep::av_try`] from the workqueue in `ms` (where binding a privileged port is
+    /// allowed, whoever called `modify_qp`).
+    fn arm_backoff(self: &Arc<Self>, ms: u32) {
+        if let Some(q) = work::queue() {
+            work::timer_armed();
+            if q.enqueue_delayed::<_, 2>(self.clone(), msecs_to_jiffies(ms))
+                .is_err()
+            {
+                work::timer_done();
+            }
+        }
+    }
+
+    /// Initiator of a connection made by `modify_qp`: the TCP handshake ended. Sends the MPA
+    /// request once it succeeded; returns whether processing may go on.
+    fn av_connected_tcp(self: &Arc<Self>, g: &mut Inner) -> bool {
+        match g.sock.as_ref().map(Socket::alive) {
+            Some(Ok(true)) => {}
+            Some(Ok(false)) => return false,
+            _ => {
+                self.lost(g);
+                return false;
+            }
+        }
+        let Some(av) = g.av.as_ref() else {
+            self.close_locked(g, How::Error);
+            return false;
+        };
+        let (header, ird_ord) = build_request(&g.policy);
+        let pd = Message::Request {
+            from: av.local.qpn,
+            to: av.remote.qpn,
+        }
+        .encode();
+        let mut private_data = KVec::new();
+        if private_data.extend_from_slice(&pd, GFP_KERNEL).is_err() {
+            self.close_locked(g, How::Error);
+            return false;
+        }
+        let f = MpaFrame {
+            header,
+            ird_ord,
+            private_data: &pd,
+        };
+        if !send_frame(g.sock.as_ref(), &f) {
+            self.lost(g);
+            return false;
+        }
+        g.sent = Some(Sent {
+            header,
+            ird_ord,
+            private_data,
+        });
+        g.phase = Phase::AwaitReply;
+        self.set_deadline(g, AV_TRY_TIMEOUT_MS);
+        true
+    }
+
+    /// Initiator of a connection made by `modify_qp`: the MPA reply is in.
+    fn got_av_reply(self: &Arc<Self>, g: &mut Inner) -> bool {
+        let (Ok(reply), Some(sent), Some(av)) = (g.mpa.frame(), g.sent.as_ref(), g.av.as_ref())
+        else {
+            self.close_locked(g, How::Error);
+            return false;
+        };
+        match gidconn::outcome(
+            av.local.qpn,
+            av.remote.qpn,
+            reply.header.reject,
+            reply.private_data,
+        ) {
+            Outcome::Connected => {}
+            Outcome::Retry => {
+                self.av_retry(g);
+                return false;
+            }
+            Outcome::Fail => {
+                pr_debug!("siw_rs: av connection refused\n");
+                self.close_locked(g, How::Error);
+                return false;
+            }
+        }
+        let req = MpaFrame {
+            header: sent.header,
+            ird_ord: sent.ird_ord,
+            private_data: &sent.private_data,
+        };
+        let Ok(agreed) = negotiate_initiator(&g.policy, &req, &reply) else {
+            self.close_locked(g, How::Error);
+            return false;
+        };
+        let params = LinkParams {
+            crc: agreed.crc,
+            ird: agreed.ird,
+            ord: agreed.ord,
+        };
+        let ok = g.qp.as_ref().is_some_and(|qp| {
+            let mut st = qp.lock();
+            qp.av_waits_on(&st, self) && qp.av_connected(&mut st, self.clone(), params).is_ok()
+        });
+        if !ok {
+            self.close_locked(g, How::Error);
+            return false;
+        }
+        g.phase = Phase::Established;
+        g.deadline = None;
+        g.av = None;
+        true
+    }
+
+    /// Responder of a connection made by `modify_qp`: the MPA request is in. Accepts it if
+    /// the QP it names waits for exactly this peer, else refuses, saying why.
+    fn got_av_request(self: &Arc<Self>, g: &mut Inner) {
+        drop(g.listener.take());
+        let pol = base_policy();
+        let (header, msg, peer) = match (g.mpa.frame(), g.sock.as_ref()) {
+            (Ok(f), Some(s)) => (f.header, Message::parse(f.private_data), s.addrs().1),
+            _ => {
+                self.close_locked(g, How::Error);
+                return;
+            }
+        };
+        // Not ours to answer (a stray or garbled connection, or one from an unprivileged
+        // port: not siw_rs, whose initiators bind privileged ones): no reply at all.
+        let (Some(Message::Request { from, to }), Some(peer_gid), true) =
+            (msg, peer.ip16(), AV_SRC_PORTS.contains(&peer.port()))
+        else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        let peer = peer_gid;
+        let from_end = End {
+            gid: peer,
+            qpn: from,
+        };
+        let qp = self.tables.qp(to);
+        let verdict = match qp.as_ref() {
+            None => Err(gidconn::Refusal::NoSuchQp),
+            Some(qp) => {
+                let mut st = qp.lock();
+                let (waits, ird) = qp.av_waits(&st);
+                gidconn::answer(&from_end, waits).and_then(|()| {
+                    let mut p = base_policy();
+                    p.ird = ird.min(p.max_ird);
+                    p.ord = p.max_ord;
+                    let acc = g
+                        .mpa
+                        .frame()
+                        .ok()
+                        .and_then(|f| negotiate_responder(&p, &f).ok())
+                        .ok_or(gidconn::Refusal::Busy)?;
+                    let params = LinkParams {
+                        crc: acc.agreed.crc,
+                        ird: acc.agreed.ird,
+                        ord: acc.agreed.ord,
+                    };
+                    qp.av_connected(&mut st, self.clone(), params)
+                        .map_err(|_| gidconn::Refusal::Busy)?;
+                    Ok(acc)
+                })
+            }
+        };
+        let acc = match verdict {
+            Ok(acc) => acc,
+            Err(r) => {
+                pr_debug!("siw_rs: av request refused: {:?}\n", r);
+                send_reject(g.sock.as_ref(), &pol, &header, &Message::Refuse(r).encode());
+                self.close_locked(g, How::Error);
+                return;
+            }
+        };
+        g.qp = qp;
+        g.phase = Phase::Established;
+        g.deadline = None;
+        let pd = Message::Accept { from: to, to: from }.encode();
+        if !send_frame(g.sock.as_ref(), &acc.reply_frame(&pd)) {
+            self.close_locked(g, How::Error);
+            return;
+        }
+        self.kick();
     }
 }
 
@@ -811,7 +1206,7 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         return Err(EINVAL);
     }
     let s = connect_socket(dev, &cm)?;
-    let ep = Ep::new(d.tables.clone(), Phase::AwaitReply, Some(s), None)?;
+    let ep = Ep::new(d.tables.clone(), Kind::Cm, Phase::AwaitReply, Some(s), None)?;
     let mut pol = policy(p.ird, p.ord);
     initiator_p2p(&mut pol);
     let (header, ird_ord) = build_request(&pol);
@@ -931,7 +1326,7 @@ pub(crate) fn reject(dev: &Device<Siw>, req: RequestCookie, private_data: &[u8])
 pub(crate) fn listen(dev: &Device<Siw>, cm: CmId, backlog: i32) -> Result<Arc<Ep>> {
     let d: &SiwDev = dev.data();
     let s = listen_socket(dev, &cm, backlog)?;
-    let ep = Ep::new(d.tables.clone(), Phase::Listen, s, None)?;
+    let ep = Ep::new(d.tables.clone(), Kind::Cm, Phase::Listen, s, None)?;
     {
         let mut g = ep.inner.lock();
         g.cm = Some(cm);
@@ -944,6 +1339,90 @@ pub(crate) fn listen(dev: &Device<Siw>, cm: CmId, backlog: i32) -> Result<Arc<Ep
 
 /// `iw_destroy_listen`.
 pub(crate) fn destroy_listen(ep: Arc<Ep>) {
+    let mut g = ep.inner.lock();
+    ep.close_locked(&mut g, How::Local);
+}
+
+/// A listener for connections made by `modify_qp`, on address `gid` of `nd` (see
+/// [`crate::gid`]).
+pub(crate) fn av_listen(nd: &NetDev, tables: Arc<Tables>, gid: &[u8; 16]) -> Result<Arc<Ep>> {
+    let addr = sockaddr_of(gid, av_port(), nd).ok_or(EINVAL)?;
+    // The kernel's own socket: it must not keep the namespace alive (the device, and so
+    // the listener, goes only when the netdev leaves the namespace).
+    let s = Socket::new_kernel_tcp_in(nd, addr.family().ok_or(EINVAL)?)?;
+    // An IPv6 address may still be tentative (duplicate address detection).
+    s.set_freebind();
+    s.bind(&addr)?;
+    s.listen(64)?;
+    let ep = Ep::new(tables, Kind::Av, Phase::Listen, Some(s), None)?;
+    {
+        let g = ep.inner.lock();
+        ep.attach(&g);
+    }
+    ep.kick();
+    Ok(ep)
+}
+
+/// The initiator of a connection made by `modify_qp`, from `local` to `remote`: an endpoint
+/// with its first socket, made before the QP changes state (this can fail), started by
+/// [`av_start`].
+pub(crate) fn av_prepare(dev: &Device<Siw>, local: End, remote: End, ird: u16) -> Result<Arc<Ep>> {
+    let d: &SiwDev = dev.data();
+    let (from, to, sock) = dev.with_netdev(|nd| -> Result<_> {
+        let from = sockaddr_of(&local.gid, 0, nd).ok_or(EINVAL)?;
+        let to = sockaddr_of(&remote.gid, av_port(), nd).ok_or(EINVAL)?;
+        let family = from.family().ok_or(EINVAL)?;
+        if to.family() != Some(family) {
+            return Err(EINVAL);
+        }
+        Ok((from, to, Socket::new_tcp_in(nd, family, true)?))
+    })??;
+    let ep = Ep::new(d.tables.clone(), Kind::Av, Phase::Backoff, Some(sock), None)?;
+    {
+        let mut g = ep.inner.lock();
+        let mut p = base_policy();
+        p.ird = ird.min(p.max_ird);
+        p.ord = p.max_ord;
+        g.policy = p;
+        g.av = Some(AvEp {
+            local,
+            remote,
+            from,
+            to,
+            backoff_ms: AV_BACKOFF_FIRST_MS,
+        });
+    }
+    Ok(ep)
+}
+
+/// Starts `ep` (from [`av_prepare`]) connecting for `qp`, which has moved to RTR: the first
+/// try runs from the workqueue, where the privileged source port can be bound.
+pub(crate) fn av_start(ep: &Arc<Ep>, qp: Arc<QpCore>) {
+    let mut g = ep.inner.lock();
+    g.qp = Some(qp);
+    ep.arm_backoff(0);
+}
+
+/// Binds `sock` to address `from` at a privileged port ([`AV_SRC_PORTS`]): a random one,
+/// then the next ones, until one is free.
+fn bind_reserved(sock: &Socket, from: &SockAddr) -> Result {
+    let (lo, hi) = (*AV_SRC_PORTS.start(), *AV_SRC_PORTS.end());
+    let span = u32::from(hi - lo) + 1;
+    let start = crate::glue::random_u32() % span;
+    let mut last = EADDRINUSE;
+    for i in 0..AV_SRC_PORT_TRIES {
+        let port = u16::try_from((start + i) % span).map_or(lo, |o| lo.saturating_add(o));
+        match sock.bind(&from.with_port(port)) {
+            Ok(()) => return Ok(()),
+            Err(e) if e == EADDRINUSE => last = e,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last)
+}
+
+/// Drops `ep` (from [`av_prepare`]) unused.
+pub(crate) fn av_abandon(ep: &Arc<Ep>) {
     let mut g = ep.inner.lock();
     ep.close_locked(&mut g, How::Local);
 }

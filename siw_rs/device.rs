@@ -8,6 +8,10 @@
 //! [`crate::verbs`] dispatches the RDMA core's ops to the objects.
 
 use crate::{
+    gid::{
+        Gids,
+        GID_TBL_LEN, //
+    },
     glue::{
         net::netdev::{
             self,
@@ -61,7 +65,7 @@ pub(crate) const MAX_QP_WR: u32 = 1024 * 32;
 /// `SIW_MAX_ORD_QP`.
 const MAX_ORD: u32 = 128;
 /// `SIW_MAX_IRD_QP`.
-const MAX_IRD: u32 = 128;
+pub(crate) const MAX_IRD: u32 = 128;
 /// `SIW_MAX_SGE`: the one limit on scatter/gather elements, of work requests and queue
 /// elements alike.
 pub(crate) const MAX_SGE: u32 = siw_abi::MAX_SGE as u32;
@@ -96,8 +100,10 @@ pub(crate) struct Siw;
 
 /// Per-device state.
 pub(crate) struct SiwDev {
-    /// The GID: the netdev's MAC (or a random one), as bytes 0..6 of the GID.
+    /// The netdev's MAC (or a random one): the node GUID, and GID 0 (bytes 0..6).
     raw_gid: [u8; ETH_ALEN],
+    /// The port's GID table and the listeners of connections made by `modify_qp`.
+    pub(crate) gids: Arc<Gids>,
     /// `vendor_part_id`.
     part_id: u32,
     /// Object counts, against the device limits.
@@ -142,11 +148,13 @@ impl Link for Siw {
             }
         }
         let raw_gid = netdev.hw_addr().unwrap_or_else(netdev::random_mac);
+        let tables = crate::table::Tables::new()?;
         let data = SiwDev {
             raw_gid,
+            gids: Gids::new(mac_gid(&raw_gid), netdev, tables.clone())?,
             part_id: NEXT_PART_ID.fetch_add(1, Ordering::Relaxed),
             counts: Arc::new(Counts::default(), GFP_KERNEL)?,
-            tables: crate::table::Tables::new()?,
+            tables,
         };
         let info = DeviceInfo {
             node_guid: eui64_of_mac(&raw_gid),
@@ -162,7 +170,10 @@ impl Link for Siw {
             if *e == EEXIST {
                 pr_err!("siw_rs: {:?} already has a siw device\n", name);
             }
-        })
+        })?;
+        // An address that came while the device registered told no one: read them again.
+        <Siw as netdev::AddrNotifier>::addr_changed(netdev);
+        Ok(())
     }
 }
 
@@ -179,11 +190,38 @@ impl netdev::Notifier for Siw {
             return;
         }
         match event {
-            Event::Unregister => sdev.unregister_queued(),
+            Event::Unregister => {
+                // The listeners go now, under RTNL: a netdev leaving a namespace that is
+                // being torn down takes the namespace's TCP with it right after.
+                if let Some(dev) = sdev.as_driver::<Siw>() {
+                    dev.data().gids.shutdown();
+                }
+                sdev.unregister_queued();
+            }
             Event::ChangeAddr => sdev.dispatch_lid_change(),
             Event::Other => {}
         }
     }
+}
+
+impl netdev::AddrNotifier for Siw {
+    fn addr_changed(dev: &NetDev) {
+        let Some(sdev) = DeviceRef::find_by_netdev(dev, siw_abi::DRIVER_ID) else {
+            return;
+        };
+        let Some(gids) = sdev.as_driver::<Siw>().map(|d| d.data().gids.clone()) else {
+            return;
+        };
+        // The clone goes to the refresh work: this call never drops the last reference.
+        Gids::changed(gids, sdev);
+    }
+}
+
+/// GID 0: the MAC in bytes 0..6, the rest zero, as in the C siw.
+fn mac_gid(mac: &[u8; ETH_ALEN]) -> [u8; 16] {
+    let mut gid = [0u8; 16];
+    gid[..ETH_ALEN].copy_from_slice(mac);
+    gid
 }
 
 impl SiwDev {
@@ -228,17 +266,16 @@ impl SiwDev {
             },
             max_mtu: nd.max_mtu(),
             active_mtu: nd.mtu(),
-            gid_tbl_len: 1,
+            gid_tbl_len: GID_TBL_LEN as i32,
             port_cap_flags: ibdev::PORT_CM_SUP | ibdev::PORT_DEVICE_MGMT_SUP,
             max_msg_sz: u32::MAX,
         }
     }
 
-    /// The port's one GID: zero but for the MAC in bytes 0..6, as in the C siw.
-    pub(crate) fn gid(&self) -> [u8; 16] {
-        let mut gid = [0u8; 16];
-        gid[..ETH_ALEN].copy_from_slice(&self.raw_gid);
-        gid
+    /// GID `index` of the port: 0 is the C siw's (the MAC), the others the netdev's
+    /// addresses (see [`crate::gid`]); all zero for an empty or unknown entry.
+    pub(crate) fn gid(&self, index: i32) -> [u8; 16] {
+        usize::try_from(index).map_or([0; 16], |i| self.gids.gid(i))
     }
 }
 

@@ -17,6 +17,9 @@
 #include <net/tcp.h>
 #include <net/ipv6.h>
 #include <linux/namei.h>
+#include <linux/inetdevice.h>
+#include <net/addrconf.h>
+#include <net/if_inet6.h>
 
 #include "siw_rs_helpers.h"
 
@@ -183,6 +186,11 @@ void siw_rs_wq_destroy(struct workqueue_struct *wq)
 	destroy_workqueue(wq);
 }
 
+bool siw_rs_cancel_delayed_work(struct work_struct *work)
+{
+	return cancel_delayed_work(to_delayed_work(work));
+}
+
 /* Network devices ------------------------------------------------------------------------------ */
 
 struct net_device *siw_rs_netdev_notifier_info_to_dev(void *info)
@@ -218,6 +226,61 @@ struct net *siw_rs_dev_net(const struct net_device *ndev)
 int siw_rs_netdev_ifindex(const struct net_device *ndev)
 {
 	return ndev->ifindex;
+}
+
+struct net_device *siw_rs_inetaddr_dev(void *ifa)
+{
+	return ((struct in_ifaddr *)ifa)->ifa_dev->dev;
+}
+
+struct net_device *siw_rs_inet6addr_dev(void *ifa)
+{
+	return ((struct inet6_ifaddr *)ifa)->idev->dev;
+}
+
+/*
+ * Copies up to @max of @ndev's addresses to @out, IPv4 ones mapped into IPv6 (::ffff:a.b.c.d),
+ * and returns how many: the address lists are walked with their own macros, under their own
+ * locks. Addresses that failed duplicate address detection are left out.
+ */
+size_t siw_rs_netdev_ip_addrs(struct net_device *ndev, u8 (*out)[16], size_t max)
+{
+	const struct in_ifaddr *ifa;
+	struct in_device *in_dev;
+	struct in6_addr a;
+	size_t n = 0;
+
+	rcu_read_lock();
+	in_dev = __in_dev_get_rcu(ndev);
+	if (in_dev) {
+		in_dev_for_each_ifa_rcu(ifa, in_dev) {
+			if (n == max)
+				break;
+			ipv6_addr_set_v4mapped(ifa->ifa_local, &a);
+			memcpy(out[n++], &a, sizeof(a));
+		}
+	}
+	rcu_read_unlock();
+#if IS_ENABLED(CONFIG_IPV6)
+	{
+		struct inet6_dev *idev = in6_dev_get(ndev);
+		struct inet6_ifaddr *ifp;
+
+		if (idev) {
+			read_lock_bh(&idev->lock);
+			list_for_each_entry(ifp, &idev->addr_list, if_list) {
+				if (n == max)
+					break;
+				if (ifp->flags & IFA_F_DADFAILED)
+					continue;
+				memcpy(out[n++], &ifp->addr, sizeof(ifp->addr));
+			}
+			read_unlock_bh(&idev->lock);
+			in6_dev_put(idev);
+		}
+	}
+#endif
+	return n;
 }
 
 /* Sockets -------------------------------------------------------------------------------------- */

@@ -10,7 +10,7 @@
 //! QP's state, which `destroy_qp` empties.
 
 use crate::{
-    cm::Ep,
+    cm::{self, Ep},
     cq::Completion,
     device::{
         Siw,
@@ -22,11 +22,13 @@ use crate::{
     glue::{
         rdma::{
             cm::QpHandle,
+            device::Device,
             mmap::SharedMem,
             object::User,
             verbs::{
                 Access,
                 AccessFlags,
+                Av,
                 Cq,
                 CqRef,
                 QpCap,
@@ -60,10 +62,17 @@ use crate::{
         Counted,
         Kind, //
     },
-    proto::qp::{
-        self as sm,
-        State,
-        VerbsState, //
+    proto::{
+        gidconn::{
+            self,
+            End,
+            Waits, //
+        },
+        qp::{
+            self as sm,
+            State,
+            VerbsState, //
+        },
     },
     queue::{
         post_wqe,
@@ -88,7 +97,7 @@ use core::sync::atomic::{
     Ordering, //
 };
 use kernel::{
-    impl_has_work, new_mutex, new_spinlock_irq, new_work,
+    impl_has_delayed_work, impl_has_work, new_delayed_work, new_mutex, new_spinlock_irq, new_work,
     prelude::*,
     sync::{
         Arc,
@@ -97,7 +106,14 @@ use kernel::{
         SetOnce,
         SpinLockIrq, //
     },
+    time::{
+        msecs_to_jiffies,
+        Delta,
+        Instant,
+        Monotonic, //
+    },
     workqueue::{
+        DelayedWork,
         Work,
         WorkItem, //
     },
@@ -154,6 +170,31 @@ pub(crate) struct QpState {
     pub(crate) link: Option<KBox<Link>>,
     /// The `ib_qp`, while the QP lives (for async events).
     pub(crate) handle: Option<QpHandle>,
+    /// A connection made by `modify_qp` (RTR with an address vector), from RTR until the
+    /// QP leaves RTR/RTS.
+    av: Option<AvConn>,
+}
+
+/// A connection made by `modify_qp` ([`crate::proto::gidconn`]).
+struct AvConn {
+    /// The peer, as the address vector names it.
+    remote: End,
+    /// This end connects (else it waits to be connected to).
+    initiator: bool,
+    /// RDMA Reads this QP serves at a time (`max_dest_rd_atomic`).
+    ird: u16,
+    /// The connection is up.
+    up: bool,
+    /// When the QP gives up waiting for it.
+    deadline: Instant<Monotonic>,
+}
+
+/// What `modify_qp` to RTR with an address vector prepares before the QP changes state.
+struct AvPlan {
+    remote: End,
+    ird: u16,
+    /// The initiator's endpoint, ready to connect.
+    ep: Option<Arc<Ep>>,
 }
 
 impl QpState {
@@ -210,6 +251,9 @@ pub(crate) struct QpCore {
     /// Flushes what a kernel consumer posted in ERROR (which needs the state mutex).
     #[pin]
     work: Work<QpCore>,
+    /// Ends a connection made by `modify_qp` that did not come up in time.
+    #[pin]
+    av_timer: DelayedWork<QpCore, 1>,
 }
 
 /// The producer indices (free-running) of a kernel QP's send and receive queues, and the
@@ -225,6 +269,27 @@ struct Posting {
 
 impl_has_work! {
     impl HasWork<Self> for QpCore { self.work }
+}
+
+impl_has_delayed_work! {
+    impl HasDelayedWork<Self, 1> for QpCore { self.av_timer }
+}
+
+impl WorkItem<1> for QpCore {
+    type Pointer = Arc<QpCore>;
+
+    fn run(this: Arc<QpCore>) {
+        workqueue::timer_done();
+        this.av_expired();
+    }
+}
+
+/// How long a connection made by `modify_qp` may take to come up (module parameter
+/// `gid_connect_timeout_ms`).
+fn av_timeout_ms() -> u32 {
+    crate::module_parameters::gid_connect_timeout_ms
+        .value()
+        .clamp(100, 600_000)
 }
 
 impl WorkItem for QpCore {
@@ -454,6 +519,7 @@ impl SiwQp {
                     ep: None,
                     link: None,
                     handle: None,
+                    av: None,
                 }),
                 cm_refs: AtomicU32::new(1),
                 released <- Done::new(),
@@ -461,6 +527,7 @@ impl SiwQp {
                 posting <- new_spinlock_irq!(Posting::default(), "QpCore::posting"),
                 state_now: AtomicU8::new(state_code(State::Idle)),
                 work <- new_work!("QpCore::work"),
+                av_timer <- new_delayed_work!("QpCore::av_timer"),
             }),
             GFP_KERNEL,
         )?;
@@ -483,9 +550,9 @@ impl SiwQp {
         self.tables.insert_qp(self.core.qpn, self.core.clone())
     }
 
-    /// `modify_qp`.
-    pub(crate) fn modify(&self, m: &QpModify) -> Result {
-        self.core.modify(m)
+    /// `modify_qp` of this QP of `dev`.
+    pub(crate) fn modify(&self, dev: &Device<Siw>, m: &QpModify) -> Result {
+        self.core.modify(Some(dev), m)
     }
 
     /// `query_qp`.
@@ -695,11 +762,15 @@ impl SiwQp {
     /// `destroy_qp`: to ERROR (which closes the connection and flushes), out of the table,
     /// then wait until the connection manager has dropped its references.
     pub(crate) fn destroy(&self) {
-        let _ = self.core.modify(&QpModify {
-            state: Some(VerbsQpState::Err),
-            access_flags: None,
-        });
+        let _ = self.core.modify(
+            None,
+            &QpModify {
+                state: Some(VerbsQpState::Err),
+                ..Default::default()
+            },
+        );
         drop(self.tables.remove_qp(self.core.qpn));
+        self.core.av_timer_cancel();
         self.core.cm_put();
         self.core.released.wait_for_completion();
         let mut st = self.core.st.lock();
@@ -723,14 +794,29 @@ impl QpCore {
         }
     }
 
-    /// `modify_qp`. Closing the connection happens outside the state lock (the
-    /// connection's work takes the endpoint lock first, then this one).
-    pub(crate) fn modify(&self, m: &QpModify) -> Result {
+    /// `modify_qp` (`dev` is the QP's device; `None` when destroying). Closing the connection
+    /// happens outside the state lock (the connection's work takes the endpoint lock first,
+    /// then this one).
+    ///
+    /// RTR with an address vector starts a connection made by `modify_qp` (see
+    /// [`crate::proto::gidconn`]): checked, and its endpoint or listeners made, before the
+    /// state changes, so a refusal leaves the QP as it was.
+    pub(crate) fn modify(self: &Arc<Self>, dev: Option<&Device<Siw>>, m: &QpModify) -> Result {
+        let plan = match (m.state, &m.av, dev) {
+            (Some(VerbsQpState::Rtr), Some(av), Some(dev)) => Some(self.av_plan(dev, av, m)?),
+            _ => None,
+        };
+        let mut started = None;
+        let mut unused = None;
+        let had_av;
         let ep = {
             let mut st = self.st.lock();
+            had_av = st.av.is_some();
             // QP access flags (`m.access_flags`) are accepted and not enforced, as by the C
             // siw: the region's rights decide (see `rx.rs`).
             let Some(target) = m.state else {
+                drop(st);
+                Self::abandon(plan);
                 return Ok(());
             };
             let ctx = sm::Context {
@@ -739,19 +825,42 @@ impl QpCore {
                 has_llp: false,
                 has_mpa: false,
                 tx_idle: st.link.as_ref().is_none_or(|l| l.tx.idle()),
+                has_av: plan.is_some(),
+                av_conn: st.av.is_some(),
             };
-            let t = sm::modify(st.state, State::from_verbs(verbs_state_of(target)), ctx).map_err(
-                |e| match e {
-                    sm::Refused::NotConnected => EINVAL,
-                    sm::Refused::Undefined => ECONNABORTED,
-                },
-            )?;
+            let t = match sm::modify(st.state, State::from_verbs(verbs_state_of(target)), ctx) {
+                Ok(t) => t,
+                Err(e) => {
+                    drop(st);
+                    Self::abandon(plan);
+                    return Err(match e {
+                        sm::Refused::NotConnected => EINVAL,
+                        sm::Refused::Undefined => ECONNABORTED,
+                    });
+                }
+            };
             self.set_state(&mut st, t.next);
             if t.flush_rq {
                 self.flush_rq(&mut st);
             }
             if t.flush_sq {
                 self.flush_sq(&mut st);
+            }
+            match plan {
+                Some(p) if t.connect => {
+                    st.av = Some(AvConn {
+                        remote: p.remote,
+                        initiator: p.ep.is_some(),
+                        ird: p.ird,
+                        up: false,
+                        deadline: Instant::now() + Delta::from_millis(i64::from(av_timeout_ms())),
+                    });
+                    if let Some(ep) = &p.ep {
+                        st.ep = Some(ep.clone());
+                    }
+                    started = Some(p.ep);
+                }
+                other => unused = other,
             }
             if t.drop_conn || t.release_cep || t.next == State::Error {
                 self.drop_link(&mut st);
@@ -763,6 +872,145 @@ impl QpCore {
         if let Some(ep) = ep {
             ep.close_from_qp();
         }
+        Self::abandon(unused);
+        if had_av && self.st.lock().av.is_none() {
+            self.av_timer_cancel();
+        }
+        if let Some(initiator) = started {
+            self.arm_av_timer(av_timeout_ms());
+            if let Some(ep) = initiator {
+                cm::av_start(&ep, self.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks an RTR's address vector and makes what its connection needs: the initiator's
+    /// endpoint, or the responder's hold on the device's listeners.
+    fn av_plan(&self, dev: &Device<Siw>, av: &Av, m: &QpModify) -> Result<AvPlan> {
+        if !cm::av_enabled() {
+            return Err(EOPNOTSUPP);
+        }
+        // iWARP peers are IP hosts: a global route with IP GIDs at both ends, and not the
+        // MAC GID in entry 0 (the core has already refused an empty entry).
+        let grh = av.grh.ok_or(EINVAL)?;
+        let dest = m.dest_qpn.ok_or(EINVAL)?;
+        let (Some(l), Some(r)) = (gidconn::ip_of_gid(&grh.sgid), gidconn::ip_of_gid(&grh.dgid))
+        else {
+            return Err(EINVAL);
+        };
+        if grh.sgid_index == 0
+            || matches!((l, r), (gidconn::IpAddr::V4(_), gidconn::IpAddr::V6(_)))
+            || matches!((l, r), (gidconn::IpAddr::V6(_), gidconn::IpAddr::V4(_)))
+        {
+            return Err(EINVAL);
+        }
+        let local = End {
+            gid: grh.sgid,
+            qpn: self.qpn,
+        };
+        let remote = End {
+            gid: grh.dgid,
+            qpn: dest,
+        };
+        let initiator = gidconn::initiator(&local, &remote).ok_or(EINVAL)?;
+        let ird = m
+            .max_dest_rd_atomic
+            .map_or(crate::device::MAX_IRD, u32::from);
+        let ird = u16::try_from(ird).unwrap_or(u16::MAX);
+        let ep = if initiator {
+            Some(cm::av_prepare(dev, local, remote, ird)?)
+        } else {
+            // The peer connects to the device's listener at `sgid`.
+            dev.data().gids.listening(&grh.sgid)?;
+            None
+        };
+        Ok(AvPlan { remote, ird, ep })
+    }
+
+    /// Drops what [`Self::av_plan`] made, unused.
+    fn abandon(plan: Option<AvPlan>) {
+        if let Some(ep) = plan.and_then(|p| p.ep) {
+            cm::av_abandon(&ep);
+        }
+    }
+
+    /// Arms the deadline of a connection made by `modify_qp`.
+    fn arm_av_timer(self: &Arc<Self>, ms: u32) {
+        if let Some(q) = workqueue::queue() {
+            workqueue::timer_armed();
+            if q.enqueue_delayed::<_, 1>(self.clone(), msecs_to_jiffies(ms))
+                .is_err()
+            {
+                workqueue::timer_done();
+            }
+        }
+    }
+
+    /// Cancels the deadline of a connection made by `modify_qp` (it came up, or ended).
+    pub(crate) fn av_timer_cancel(self: &Arc<Self>) {
+        workqueue::cancel_delayed::<_, 1>(self);
+    }
+
+    /// The deadline passed: a connection made by `modify_qp` still not up moves the QP to
+    /// ERROR (flushing both queues) with a fatal event.
+    fn av_expired(self: &Arc<Self>) {
+        let ep = {
+            let mut st = self.st.lock();
+            let Some(a) = st.av.as_ref().filter(|a| !a.up) else {
+                return;
+            };
+            // The timer of an earlier attempt, not cancelled in time: wait for this one's.
+            let left = (a.deadline - Instant::now()).as_millis_ceil();
+            if left > 0 {
+                drop(st);
+                self.arm_av_timer(u32::try_from(left).unwrap_or(u32::MAX));
+                return;
+            }
+            pr_debug!("siw_rs: QP {} not connected in time\n", self.qpn);
+            self.set_state(&mut st, State::Error);
+            self.drop_link(&mut st);
+            self.flush_rq(&mut st);
+            self.flush_sq(&mut st);
+            st.fatal_event();
+            st.ep.take()
+        };
+        if let Some(ep) = ep {
+            ep.close_from_qp();
+        }
+    }
+
+    /// What this QP waits for, as the responder of a connection made by `modify_qp`, and the
+    /// RDMA Reads it serves at a time.
+    pub(crate) fn av_waits(&self, st: &QpState) -> (Waits, u16) {
+        match &st.av {
+            None if st.state == State::Idle => (Waits::NoPeerYet, 0),
+            Some(a) if !a.up && !a.initiator && st.ep.is_none() => (Waits::For(a.remote), a.ird),
+            _ => (Waits::Taken, 0),
+        }
+    }
+
+    /// Whether `ep` is the endpoint this QP's connection made by `modify_qp` still waits on.
+    pub(crate) fn av_waits_on(&self, st: &QpState, ep: &Arc<Ep>) -> bool {
+        st.av.as_ref().is_some_and(|a| !a.up) && st.ep.as_ref().is_some_and(|e| Arc::ptr_eq(e, ep))
+    }
+
+    /// A connection made by `modify_qp` is up, through `ep`: the data path starts, in the
+    /// state the QP is in (RTR or RTS), and the deadline is off.
+    pub(crate) fn av_connected(
+        self: &Arc<Self>,
+        st: &mut QpState,
+        ep: Arc<Ep>,
+        params: LinkParams,
+    ) -> Result {
+        if st.av.as_ref().is_none_or(|a| a.up) {
+            return Err(EINVAL);
+        }
+        self.connected(st, ep, params)?;
+        if let Some(a) = st.av.as_mut() {
+            a.up = true;
+        }
+        self.av_timer_cancel();
         Ok(())
     }
 
@@ -791,12 +1039,14 @@ impl QpCore {
         }
     }
 
-    /// The connection is up: RTS with `params`.
+    /// The connection is up: RTS with `params` (a connection made by `modify_qp` keeps the
+    /// state the QP is in, RTR or RTS).
     pub(crate) fn connected(&self, st: &mut QpState, ep: Arc<Ep>, params: LinkParams) -> Result {
-        match st.state {
-            State::Idle | State::Rtr => {}
+        let next = match (st.state, st.av.is_some()) {
+            (State::Idle | State::Rtr, false) => State::Rts,
+            (s @ (State::Rtr | State::Rts), true) => s,
             _ => return Err(EINVAL),
-        }
+        };
         let link = KBox::new(
             Link {
                 params,
@@ -807,7 +1057,7 @@ impl QpCore {
         )?;
         st.link = Some(link);
         st.ep = Some(ep);
-        self.set_state(st, State::Rts);
+        self.set_state(st, next);
         Ok(())
     }
 
@@ -823,6 +1073,8 @@ impl QpCore {
     /// Ends the data path: the receive in progress completes (with its error, or flushed),
     /// the send work in progress is flushed.
     fn drop_link(&self, st: &mut QpState) {
+        // A connection made by `modify_qp` ends with the link (its listeners' hold too).
+        st.av = None;
         self.flush_sq(st);
         let Some(mut link) = st.link.take() else {
             return;

@@ -23,6 +23,8 @@ mod cm;
 mod cq;
 #[forbid(unsafe_code)]
 mod device;
+#[forbid(unsafe_code)]
+mod gid;
 #[allow(unsafe_code)]
 mod glue;
 /// KUnit tests; their only `unsafe` is what `#[kunit_tests]` generates to register them.
@@ -78,6 +80,14 @@ module! {
             default: false,
             description: "Drop-in for the C siw: also create devices for `rdma link add NAME type siw netdev DEV`, so scripts written for the C siw run unedited. Taken only when the C siw is not loaded at siw_rs's load (then siw_rs keeps the type until it unloads: do not load siw meanwhile)",
         },
+        gid_connect_port: u32 {
+            default: 791,
+            description: "TCP port of connections made by modify_qp (RTR with an address vector naming the peer's GID and QP number, as ibv_rc_pingpong does; siw_rs to siw_rs only): each device listens on it on each of its addresses, and takes connections from privileged source ports only. Keep it below 1024, where no unprivileged process can take it. 0: no such connections (RTR with an address vector fails with EOPNOTSUPP), no listeners",
+        },
+        gid_connect_timeout_ms: u32 {
+            default: 10000,
+            description: "How long a connection made by modify_qp may take to come up before its QP moves to ERROR with a fatal event (100 to 600000 ms)",
+        },
         max_fpdu: u32 {
             default: 0,
             description: "Largest FPDU payload in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384",
@@ -97,6 +107,9 @@ struct SiwRs {
     /// The netdev notifier, which unregisters a device when its netdev goes away.
     #[pin]
     notifier: glue::net::netdev::NotifierRegistration<device::Siw>,
+    /// The address notifiers, which keep each device's GID table current.
+    #[pin]
+    addrs: glue::net::netdev::AddrNotifierRegistration<device::Siw>,
     /// siw_rs's devices; dropped last, unregistering every device still present.
     devices: glue::rdma::device::Registry,
     /// The connections' workqueue; destroyed after the devices, waiting for their work.
@@ -112,6 +125,7 @@ impl kernel::InPlaceModule for SiwRs {
             wq: glue::workqueue::Guard::new(c"siw_rs_wq")?,
             devices: glue::rdma::device::Registry::init(),
             notifier <- glue::net::netdev::NotifierRegistration::new(),
+            addrs <- glue::net::netdev::AddrNotifierRegistration::new(),
             link <- glue::rdma::link::Registration::new(),
             siw_link <- glue::rdma::link::Registration::with_type(c"siw", siw_link_type()),
         })

@@ -104,8 +104,8 @@ impl ibdev::Driver for Siw {
         })
     }
 
-    fn query_gid(dev: &Device<Self>, _port: u32, _index: i32) -> Result<[u8; 16]> {
-        Ok(dev.data().gid())
+    fn query_gid(dev: &Device<Self>, _port: u32, index: i32) -> Result<[u8; 16]> {
+        Ok(dev.data().gid(index))
     }
 
     fn alloc_ucontext(
@@ -158,7 +158,7 @@ impl ibdev::Driver for Siw {
     }
 
     fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result {
-        qp.data().modify(attr)
+        qp.data().modify(qp.device::<Self>(), attr)
     }
 
     fn query_qp(qp: &Qp<Self>) -> Result<QpQuery> {

@@ -10,7 +10,17 @@ use core::sync::atomic::{
     AtomicUsize,
     Ordering, //
 };
-use kernel::{prelude::*, workqueue::Queue};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    workqueue::{
+        HasDelayedWork,
+        HasWork,
+        Queue,
+        Work,
+        WorkItem, //
+    },
+};
 
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -25,6 +35,30 @@ pub(crate) fn timer_armed() {
 /// A delayed work item ran (or was not queued after all).
 pub(crate) fn timer_done() {
     TIMERS.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// Cancels the timer of `this`'s delayed work `ID` (queued with `enqueue_delayed` after
+/// [`timer_armed`]) if it has not fired yet, giving back the reference it held; returns
+/// whether it was pending. A run already under way is not waited for.
+pub(crate) fn cancel_delayed<T, const ID: u64>(this: &Arc<T>) -> bool
+where
+    T: HasDelayedWork<T, ID> + WorkItem<ID, Pointer = Arc<T>>,
+{
+    let ptr = Arc::as_ptr(this);
+    // SAFETY: `ptr` points to a live `T` (we hold `this`), so the work item inside it is valid.
+    let work = unsafe { <T as HasWork<T, ID>>::raw_get_work(ptr.cast_mut()) };
+    // SAFETY: `work` is a valid `Work<T, ID>`, which wraps a `work_struct`.
+    let raw = unsafe { Work::<T, ID>::raw_get(work) };
+    // SAFETY: `HasDelayedWork` promises the `work_struct` is the `work` field of a
+    // `delayed_work`; cancelling only takes the workqueue's own locks.
+    let pending = unsafe { bindings::siw_rs_cancel_delayed_work(raw.cast()) };
+    if pending {
+        // SAFETY: A pending item queued from an `Arc<T>` owns the reference `Arc::into_raw` gave
+        // it, to be taken back by its run; cancelled, it will not run, so the reference is ours.
+        drop(unsafe { Arc::from_raw(ptr) });
+        timer_done();
+    }
+    pending
 }
 
 /// Allocates the workqueue `name` (module init).

@@ -129,6 +129,16 @@ impl NetDev {
         unsafe { bindings::siw_rs_netdev_ifindex(self.as_ptr()) }
     }
 
+    /// The device's IPv4 and IPv6 addresses, as 16-octet IPv6 addresses (IPv4 ones mapped,
+    /// `::ffff:a.b.c.d`), IPv4 first; at most `out.len()` of them. Returns how many.
+    pub(crate) fn ip_addrs(&self, out: &mut [[u8; 16]]) -> usize {
+        // SAFETY: By the type invariant the device is alive; `out` is `out.len()` writable
+        // 16-byte arrays, and the helper writes at most that many.
+        let n =
+            unsafe { bindings::siw_rs_netdev_ip_addrs(self.as_ptr(), out.as_mut_ptr(), out.len()) };
+        n.min(out.len())
+    }
+
     /// The interface name (`IFNAMSIZ` bytes, NUL-padded).
     pub(crate) fn name_bytes(&self) -> [u8; 16] {
         let mut out = [0u8; 16];
@@ -226,5 +236,169 @@ impl<T: Notifier> PinnedDrop for NotifierRegistration<T> {
         // SAFETY: By the type invariant `nb` is registered; after this returns the notifier
         // core no longer calls it.
         unsafe { bindings::unregister_netdevice_notifier(self.nb.get()) };
+    }
+}
+
+/// A handler for address events: an IPv4 (`inetaddr`) or IPv6 (`inet6addr`) address was added
+/// to or removed from a network device.
+pub(crate) trait AddrNotifier: Send + Sync + 'static {
+    /// An address of `dev` came or went. The IPv6 chain is atomic: this must not sleep.
+    fn addr_changed(dev: &NetDev);
+}
+
+/// Registered IPv4 and IPv6 address notifiers calling `T`; unregistered on drop.
+#[pin_data]
+pub(crate) struct AddrNotifierRegistration<T: AddrNotifier> {
+    #[pin]
+    v4: AddrChain<T>,
+    #[pin]
+    v6: AddrChain<T>,
+}
+
+impl<T: AddrNotifier> AddrNotifierRegistration<T> {
+    /// Registers `T` with both address chains (if the second fails, the first is
+    /// unregistered as it is dropped).
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            v4 <- AddrChain::new(false),
+            v6 <- AddrChain::new(true),
+        })
+    }
+}
+
+/// `T` registered with one address chain: IPv4 (`inetaddr`) or IPv6 (`inet6addr`).
+///
+/// # Invariants
+///
+/// `nb` is registered with the chain `v6` names for the whole life of the value.
+#[pin_data(PinnedDrop)]
+struct AddrChain<T: AddrNotifier> {
+    #[pin]
+    nb: Opaque<bindings::notifier_block>,
+    v6: bool,
+    _handler: PhantomData<T>,
+}
+
+// SAFETY: The registration only holds the `notifier_block`, which the notifier core protects
+// with its own locks; it can be dropped (unregistered) from any thread.
+unsafe impl<T: AddrNotifier> Send for AddrChain<T> {}
+// SAFETY: `&AddrChain` gives access to nothing.
+unsafe impl<T: AddrNotifier> Sync for AddrChain<T> {}
+
+/// The IPv6 address chain, where IPv6 is built in (`CONFIG_IPV6=y`).
+#[cfg(CONFIG_IPV6)]
+mod inet6 {
+    use super::bindings;
+    use kernel::{error::to_result, prelude::*};
+
+    /// # Safety
+    ///
+    /// `nb` is a valid, pinned, unregistered notifier block.
+    pub(super) unsafe fn register(nb: *mut bindings::notifier_block) -> Result {
+        // SAFETY: By the caller's guarantee.
+        to_result(unsafe { bindings::register_inet6addr_notifier(nb) })
+    }
+
+    /// # Safety
+    ///
+    /// `nb` was registered by [`register`].
+    pub(super) unsafe fn unregister(nb: *mut bindings::notifier_block) {
+        // SAFETY: By the caller's guarantee.
+        unsafe { bindings::unregister_inet6addr_notifier(nb) };
+    }
+}
+
+/// Without IPv6 built in there is no IPv6 chain: nothing to register with.
+#[cfg(not(CONFIG_IPV6))]
+mod inet6 {
+    use super::bindings;
+    use kernel::prelude::*;
+
+    /// # Safety
+    ///
+    /// None: nothing is registered.
+    pub(super) unsafe fn register(_nb: *mut bindings::notifier_block) -> Result {
+        Ok(())
+    }
+
+    /// # Safety
+    ///
+    /// None: nothing was registered.
+    pub(super) unsafe fn unregister(_nb: *mut bindings::notifier_block) {}
+}
+
+impl<T: AddrNotifier> AddrChain<T> {
+    fn new(v6: bool) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            nb <- Opaque::try_ffi_init(move |slot: *mut bindings::notifier_block| {
+                let mut nb: bindings::notifier_block = pin_init::zeroed();
+                nb.notifier_call = Some(if v6 { Self::v6_call } else { Self::v4_call });
+                // SAFETY: `slot` is valid for writes and pinned; we initialise it fully.
+                unsafe { slot.write(nb) };
+                // INVARIANT: Registered here, unregistered by `PinnedDrop`; on failure the
+                // value is never created, so nothing is unregistered.
+                // SAFETY: `slot` is initialised and pinned until `drop` unregisters it.
+                unsafe {
+                    if v6 {
+                        inet6::register(slot)
+                    } else {
+                        to_result(bindings::register_inetaddr_notifier(slot))
+                    }
+                }
+            }),
+            v6,
+            _handler: PhantomData,
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the inetaddr chain with `ptr` a `struct in_ifaddr`.
+    unsafe extern "C" fn v4_call(
+        _nb: *mut bindings::notifier_block,
+        _action: c_ulong,
+        ptr: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `ptr` is the `in_ifaddr` the chain reports on; its device is alive for the
+        // call.
+        let dev = unsafe { bindings::siw_rs_inetaddr_dev(ptr) };
+        if !dev.is_null() {
+            // SAFETY: Alive for the duration of the call (see above).
+            T::addr_changed(unsafe { NetDev::from_raw(dev) });
+        }
+        bindings::NOTIFY_DONE as c_int
+    }
+
+    /// # Safety
+    ///
+    /// Called by the inet6addr chain with `ptr` a `struct inet6_ifaddr`.
+    unsafe extern "C" fn v6_call(
+        _nb: *mut bindings::notifier_block,
+        _action: c_ulong,
+        ptr: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `ptr` is the `inet6_ifaddr` the chain reports on; its device is alive for
+        // the call.
+        let dev = unsafe { bindings::siw_rs_inet6addr_dev(ptr) };
+        if !dev.is_null() {
+            // SAFETY: Alive for the duration of the call (see above).
+            T::addr_changed(unsafe { NetDev::from_raw(dev) });
+        }
+        bindings::NOTIFY_DONE as c_int
+    }
+}
+
+#[pinned_drop]
+impl<T: AddrNotifier> PinnedDrop for AddrChain<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: By the type invariant `nb` is registered with this chain; once this returns
+        // the chain no longer calls it.
+        unsafe {
+            if self.v6 {
+                inet6::unregister(self.nb.get());
+            } else {
+                bindings::unregister_inetaddr_notifier(self.nb.get());
+            }
+        }
     }
 }

@@ -61,6 +61,12 @@ impl Family {
 #[derive(Clone, Copy)]
 pub(crate) struct SockAddr(bindings::__kernel_sockaddr_storage);
 
+// SAFETY: Plain bytes: the union's pointer member only gives the storage its alignment and is
+// never read as a pointer.
+unsafe impl Send for SockAddr {}
+// SAFETY: As above; `&SockAddr` only reads the bytes.
+unsafe impl Sync for SockAddr {}
+
 impl SockAddr {
     /// The address in `raw`.
     pub(in crate::glue) fn from_raw(raw: bindings::__kernel_sockaddr_storage) -> Self {
@@ -109,6 +115,90 @@ impl SockAddr {
             }
             None => false,
         }
+    }
+
+    /// An IPv4 address and port.
+    pub(crate) fn inet(addr: [u8; 4], port: u16) -> Self {
+        let mut ss = Self::none();
+        let p = core::ptr::from_mut(&mut ss.0).cast::<bindings::sockaddr_in>();
+        let mut sin: bindings::sockaddr_in = pin_init::zeroed();
+        sin.sin_family = bindings::AF_INET as bindings::__kernel_sa_family_t;
+        sin.sin_port = port.to_be();
+        sin.sin_addr.s_addr = u32::from_ne_bytes(addr);
+        // SAFETY: A `sockaddr_storage` is large and aligned enough for a `sockaddr_in`.
+        unsafe { p.write(sin) };
+        ss
+    }
+
+    /// An IPv6 address, port and scope (the interface index of a link-local address, else 0).
+    pub(crate) fn inet6(addr: [u8; 16], port: u16, scope_id: u32) -> Self {
+        let mut ss = Self::none();
+        let p = core::ptr::from_mut(&mut ss.0).cast::<bindings::sockaddr_in6>();
+        let mut sin6: bindings::sockaddr_in6 = pin_init::zeroed();
+        sin6.sin6_family = bindings::AF_INET6 as bindings::__kernel_sa_family_t;
+        sin6.sin6_port = port.to_be();
+        sin6.sin6_addr.in6_u.u6_addr8 = addr;
+        sin6.sin6_scope_id = scope_id;
+        // SAFETY: A `sockaddr_storage` is large and aligned enough for a `sockaddr_in6`.
+        unsafe { p.write(sin6) };
+        ss
+    }
+
+    /// The IP address as 16 octets, an IPv4 one mapped into IPv6 (`::ffff:a.b.c.d`); `None`
+    /// for an address of another family.
+    pub(crate) fn ip16(&self) -> Option<[u8; 16]> {
+        let p = core::ptr::from_ref(&self.0);
+        match self.family()? {
+            Family::Inet => {
+                // SAFETY: As in `is_any`.
+                let a = unsafe { &*p.cast::<bindings::sockaddr_in>() };
+                let [a0, a1, a2, a3] = a.sin_addr.s_addr.to_ne_bytes();
+                Some([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a0, a1, a2, a3])
+            }
+            Family::Inet6 => {
+                // SAFETY: As in `is_any`.
+                let a = unsafe { &*p.cast::<bindings::sockaddr_in6>() };
+                // SAFETY: The union's byte view covers the whole address.
+                Some(unsafe { a.sin6_addr.in6_u.u6_addr8 })
+            }
+        }
+    }
+
+    /// The port (0 for an address of another family).
+    pub(crate) fn port(&self) -> u16 {
+        let p = core::ptr::from_ref(&self.0);
+        let be = match self.family() {
+            Some(Family::Inet) => {
+                // SAFETY: As in `is_any`.
+                let a = unsafe { &*p.cast::<bindings::sockaddr_in>() };
+                a.sin_port
+            }
+            Some(Family::Inet6) => {
+                // SAFETY: As in `is_any`.
+                let a = unsafe { &*p.cast::<bindings::sockaddr_in6>() };
+                a.sin6_port
+            }
+            None => 0,
+        };
+        u16::from_be(be)
+    }
+
+    /// The same address with port `port`.
+    pub(crate) fn with_port(&self, port: u16) -> Self {
+        let mut a = *self;
+        let p = core::ptr::from_mut(&mut a.0);
+        match self.family() {
+            // SAFETY: As in `is_any`; the storage is ours and writable.
+            Some(Family::Inet) => unsafe {
+                (*p.cast::<bindings::sockaddr_in>()).sin_port = port.to_be()
+            },
+            // SAFETY: As above.
+            Some(Family::Inet6) => unsafe {
+                (*p.cast::<bindings::sockaddr_in6>()).sin6_port = port.to_be()
+            },
+            None => {}
+        }
+        a
     }
 
     /// The length of the address proper, for `bind` and `connect`.
@@ -211,6 +301,48 @@ impl Socket {
         unsafe { Self::set_up(raw, family, v6only) }
     }
 
+    /// A new TCP socket in the network namespace of `other` (for a connection that tries
+    /// again from where the last try was made).
+    pub(crate) fn new_tcp_beside(other: &Socket, family: Family, v6only: bool) -> Result<Self> {
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: `raw` is a valid out pointer; `other` is live and holds a reference on its
+        // namespace for the call; the new socket takes its own (`kern` = 0).
+        to_result(unsafe {
+            bindings::__sock_create(
+                bindings::siw_rs_sock_net(other.sk()),
+                family.raw() as c_int,
+                bindings::sock_type_SOCK_STREAM as c_int,
+                bindings::IPPROTO_TCP as c_int,
+                &mut raw,
+                0,
+            )
+        })?;
+        // SAFETY: Just created, ours.
+        unsafe { Self::set_up(raw, family, v6only) }
+    }
+
+    /// A new TCP socket of the kernel's own in the network namespace of `netdev`: unlike
+    /// [`Socket::new_tcp_in`] it holds no reference on the namespace, so whoever makes one
+    /// must release it before the namespace goes (at the latest when `netdev` is unregistered
+    /// from it, which comes first).
+    pub(crate) fn new_kernel_tcp_in(netdev: &NetDev, family: Family) -> Result<Self> {
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: `raw` is a valid out pointer; the namespace is the live netdev's (`kern` = 1:
+        // no reference is taken, see above).
+        to_result(unsafe {
+            bindings::__sock_create(
+                bindings::siw_rs_dev_net(netdev.as_ptr()),
+                family.raw() as c_int,
+                bindings::sock_type_SOCK_STREAM as c_int,
+                bindings::IPPROTO_TCP as c_int,
+                &mut raw,
+                1,
+            )
+        })?;
+        // SAFETY: Just created, ours.
+        unsafe { Self::set_up(raw, family, true) }
+    }
+
     /// Takes a socket just created and sets it up as every siw_rs socket.
     ///
     /// # Safety
@@ -271,6 +403,35 @@ impl Socket {
         // SAFETY: A live, connected TCP socket.
         unsafe { bindings::tcp_sock_set_nodelay(self.sk()) };
         Ok(())
+    }
+
+    /// Starts connecting to `addr` without waiting (Nagle off): `Ok(true)` if connected at
+    /// once, `Ok(false)` while the handshake runs (the socket's state change callback tells
+    /// when it ends; [`Socket::alive`] how).
+    pub(crate) fn connect_nonblock(&self, addr: &SockAddr) -> Result<bool> {
+        // SAFETY: A live TCP socket.
+        unsafe { bindings::tcp_sock_set_nodelay(self.sk()) };
+        // SAFETY: A live socket; `addr` is readable for its length.
+        let r = to_result(unsafe {
+            bindings::kernel_connect(
+                self.as_ptr(),
+                addr.as_ptr(),
+                addr.len(),
+                bindings::O_NONBLOCK as c_int,
+            )
+        });
+        match r {
+            Ok(()) => Ok(true),
+            Err(e) if e == EINPROGRESS => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Lets the socket bind to an address the host does not have (yet): an IPv6 address
+    /// still in duplicate address detection (`IP_FREEBIND`). Before `bind`.
+    pub(crate) fn set_freebind(&self) {
+        // SAFETY: A live socket, not yet bound.
+        unsafe { bindings::ip_sock_set_freebind(self.sk()) };
     }
 
     /// The local and the peer address (an empty one, family 0, for one the socket cannot

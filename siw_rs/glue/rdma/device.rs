@@ -625,6 +625,13 @@ impl Drop for Registry {
 /// Holds an `ib_device_put`-able reference on a registered device.
 pub(crate) struct DeviceRef(NonNull<bindings::ib_device>);
 
+// SAFETY: The reference may be put from any thread and context (`ib_device_put` only drops a
+// count and completes); the device itself is shared with the RDMA core, which locks.
+unsafe impl Send for DeviceRef {}
+// SAFETY: `&DeviceRef` only reads the device's ops and dispatches events, both callable
+// concurrently from any thread.
+unsafe impl Sync for DeviceRef {}
+
 impl DeviceRef {
     /// The device of driver id `id` on `netdev`, if any.
     pub(crate) fn find_by_netdev(netdev: &NetDev, id: DriverId) -> Option<Self> {
@@ -650,13 +657,49 @@ impl DeviceRef {
 
     /// Reports a LID (here: address) change on port 1 to the device's consumers.
     pub(crate) fn dispatch_lid_change(&self) {
-        let mut ev: bindings::ib_event = pin_init::zeroed();
-        ev.device = self.0.as_ptr();
-        ev.element.port_num = 1;
-        ev.event = bindings::ib_event_type_IB_EVENT_LID_CHANGE;
-        // SAFETY: `ev` is a valid event for a registered device we hold a reference on.
-        unsafe { bindings::ib_dispatch_event(&ev) };
+        // SAFETY: A registered device we hold a reference on.
+        unsafe {
+            dispatch_port_event(self.0.as_ptr(), bindings::ib_event_type_IB_EVENT_LID_CHANGE)
+        };
     }
+
+    /// Tells the core that the GID table of port 1 changed (`IB_EVENT_GID_CHANGE`): its GID
+    /// cache reads the table again through `query_gid`.
+    pub(crate) fn dispatch_gid_change(&self) {
+        // SAFETY: A registered device we hold a reference on.
+        unsafe {
+            dispatch_port_event(self.0.as_ptr(), bindings::ib_event_type_IB_EVENT_GID_CHANGE)
+        };
+    }
+
+    /// The device as driver `T`'s, if `T` made it (with [`Device::register`]).
+    pub(crate) fn as_driver<T: Driver>(&self) -> Option<&Device<T>> {
+        // SAFETY: By the type invariant the device is registered and its ops are set.
+        let dealloc = unsafe { (*self.0.as_ptr()).ops.dealloc_driver };
+        // Each driver type has its own `dealloc_driver` (the adapter is generic over it).
+        let ours = Adapter::<T>::dealloc_driver as unsafe extern "C" fn(_) as usize;
+        if dealloc.map(|f| f as usize) != Some(ours) {
+            return None;
+        }
+        // SAFETY: `T` registered this device, so it is the `ib` of a `Device<T>` whose data is
+        // initialised; our reference keeps it registered (unregistration waits for it), so
+        // the data lives as long as the borrow of `self`.
+        Some(unsafe { Device::<T>::from_raw(self.0.as_ptr()) })
+    }
+}
+
+/// Dispatches `event` for port 1 of `ib`.
+///
+/// # Safety
+///
+/// `ib` is a registered device, kept so for the call.
+unsafe fn dispatch_port_event(ib: *mut bindings::ib_device, event: bindings::ib_event_type) {
+    let mut ev: bindings::ib_event = pin_init::zeroed();
+    ev.device = ib;
+    ev.element.port_num = 1;
+    ev.event = event;
+    // SAFETY: `ev` is a valid event for a registered device (the caller's guarantee).
+    unsafe { bindings::ib_dispatch_event(&ev) };
 }
 
 impl Drop for DeviceRef {

@@ -132,6 +132,13 @@ impl<D> Obj<bindings::ib_cq, D> {
 }
 
 impl<D> Obj<bindings::ib_qp, D> {
+    /// The device the QP belongs to.
+    pub(crate) fn device<T: Driver<Qp = D>>(&self) -> &Device<T> {
+        // SAFETY: A live QP's `device` is set by the core and is a live device of the driver
+        // whose ops created the QP, i.e. `T` (the `Qp = D` bound ties them).
+        unsafe { Device::<T>::from_raw((*self.as_ptr()).device) }
+    }
+
     /// Whether the QP belongs to a kernel consumer (work requests come as lists) rather than to
     /// a process (work requests come through the mapped queues).
     pub(crate) fn is_kernel(&self) -> bool {
@@ -307,14 +314,41 @@ pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) srq: Option<&'a Srq<T>>,
 }
 
-/// `modify_qp` attributes: the state and the access flags; the other standard attributes are
-/// accepted and not passed on (iWARP QPs do not use them).
+/// `modify_qp` attributes: the state, the access flags, and what a connection made without
+/// the connection manager needs (the address vector, the peer's QP number, the Read depths);
+/// the other standard attributes are accepted and not passed on.
 #[derive(Default)]
 pub(crate) struct QpModify {
     /// New state (`IB_QP_STATE`).
     pub(crate) state: Option<QpState>,
     /// New access flags (`IB_QP_ACCESS_FLAGS`).
     pub(crate) access_flags: Option<AccessFlags>,
+    /// The address vector (`IB_QP_AV`).
+    pub(crate) av: Option<Av>,
+    /// The peer's QP number (`IB_QP_DEST_QPN`).
+    pub(crate) dest_qpn: Option<u32>,
+    /// RDMA Reads the QP serves at a time (`IB_QP_MAX_DEST_RD_ATOMIC`).
+    pub(crate) max_dest_rd_atomic: Option<u8>,
+    /// RDMA Reads the QP may have outstanding (`IB_QP_MAX_QP_RD_ATOMIC`).
+    pub(crate) max_rd_atomic: Option<u8>,
+}
+
+/// An address vector (`struct rdma_ah_attr`), as far as it names IP-routed peers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Av {
+    /// The global route (`IB_AH_GRH`), if the vector has one.
+    pub(crate) grh: Option<Grh>,
+}
+
+/// A global route (`struct ib_global_route`): which local GID to send from, and the peer's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Grh {
+    /// The index of the local GID in the port's table (`sgid_index`).
+    pub(crate) sgid_index: u32,
+    /// The local GID at that index, as the core resolved it (`sgid_attr->gid`).
+    pub(crate) sgid: [u8; 16],
+    /// The peer's GID.
+    pub(crate) dgid: [u8; 16],
 }
 
 /// What `query_qp` reports.
@@ -1084,9 +1118,44 @@ impl<T: Driver> Adapter<T> {
                 let raw = u32::try_from(attr.qp_access_flags).map_err(|_| EINVAL)?;
                 m.access_flags = Some(AccessFlags::from_raw(raw));
             }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_AV != 0 {
+                m.av = Some(Av {
+                    grh: Self::grh(&attr.ah_attr)?,
+                });
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_DEST_QPN != 0 {
+                m.dest_qpn = Some(attr.dest_qp_num);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC != 0 {
+                m.max_dest_rd_atomic = Some(attr.max_dest_rd_atomic);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC != 0 {
+                m.max_rd_atomic = Some(attr.max_rd_atomic);
+            }
             T::modify_qp(q, &m)?;
             Ok(0)
         })
+    }
+
+    /// The global route of `ah`, if it has one.
+    fn grh(ah: &bindings::rdma_ah_attr) -> Result<Option<Grh>> {
+        if u32::from(ah.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH == 0 {
+            return Ok(None);
+        }
+        let g = &ah.grh;
+        // The core resolves `sgid_attr` from `sgid_index` before calling the driver
+        // (`rdma_fill_sgid_attr`), and fails the call when the index names no GID.
+        if g.sgid_attr.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `sgid_attr` is a GID table entry the core holds a reference on for the
+        // call; `ib_gid` is a union of plain bytes, valid for any bits.
+        let (sgid, dgid) = unsafe { ((*g.sgid_attr).gid.raw, g.dgid.raw) };
+        Ok(Some(Grh {
+            sgid_index: u32::from(g.sgid_index),
+            sgid,
+            dgid,
+        }))
     }
 
     /// The `query_qp` callback.
