@@ -9,6 +9,19 @@
  *   -q (server)  receive through a shared receive queue, its limit armed at all the
  *                receives posted: the first receive must raise exactly one
  *                IBV_EVENT_SRQ_LIMIT_REACHED (the event disarms itself)
+ *   -g GIDX -d DEV  (both sides, always together) GID mode: no rdma_cm. Each connection's
+ *                QP is made with ibv_create_qp on the device named DEV and connected the
+ *                way RoCE users do (ibv_rc_pingpong): the two sides swap their QP number
+ *                and the GID at index GIDX of port 1 (an IP address of the device:
+ *                ::ffff:a.b.c.d or IPv6) over a plain TCP connection to ADDR port 7472
+ *                (the server listens there, the client connects), then move the QP
+ *                INIT (the receives are posted here) -> RTR (an AV naming the peer's GID
+ *                and QPN) -> RTS with ibv_modify_qp, and the driver makes the iWARP
+ *                connection. There is no disconnect: the client destroys its QP when it
+ *                is done with a connection, and the server waits (30 s at most) for its
+ *                own QP to go to ERROR before it tears the connection down. The data and
+ *                error phases and -q are the same as with rdma_cm, byte for byte.
+ *   -v           progress on stderr
  *
  * Data phase (client-driven, message sizes from 1 byte to 256 KiB):
  *   write  the client fills a pattern into its buffer and RDMA Writes it to the server
@@ -32,6 +45,7 @@
  * Prints one line per phase; exits 0 only if every byte and every outcome was right.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -40,6 +54,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -48,6 +64,7 @@
 #define BUF_SIZE (1u << 20)
 #define MAX_MSG (256u << 10)
 #define PORT "7471"
+#define GID_PORT "7472"	/* GID mode: the TCP port of the QPN/GID exchange */
 
 enum { CMD_INFO = 1, CMD_CHECK_WRITE, CMD_FILL, CMD_SEND_NEXT, CMD_DONE, CMD_RESULT };
 
@@ -64,7 +81,8 @@ struct ctl {
 
 struct conn {
 	struct rdma_event_channel *ec;
-	struct rdma_cm_id *listen, *id;
+	struct rdma_cm_id *listen, *id;	/* rdma_cm mode only */
+	struct ibv_context *ctx;	/* id->verbs, or the device opened in GID mode */
 	struct ibv_pd *pd;
 	struct ibv_cq *scq, *rcq;	/* send and receive completions */
 	struct ibv_qp *qp;
@@ -77,6 +95,19 @@ struct conn {
 };
 
 static int verbose, use_srq;
+
+/* GID mode (-g, -d): set when gid_dev is. */
+static const char *gid_dev;
+static int gid_index = -1;
+static struct ibv_context *gid_ctx;
+static union ibv_gid gid_local;
+static int gid_lsock = -1;		/* the server's TCP listener */
+
+/* What each side sends the other over TCP in GID mode. */
+struct gid_msg {
+	uint32_t qpn;			/* network byte order */
+	uint8_t gid[16];
+};
 
 
 static void die(const char *what)
@@ -244,7 +275,34 @@ static void send_ctl(struct conn *c, struct ctl *m)
 	wait_ok(c, IBV_WC_SEND, "ctl send");
 }
 
-static void setup_qp(struct conn *c, struct rdma_cm_id *id, int srq)
+/* GID mode: one ibv_modify_qp, fatal if it fails. */
+static void gid_modify(struct conn *c, struct ibv_qp_attr *a, int mask, const char *what)
+{
+	int ret = ibv_modify_qp(c->qp, a, mask);
+
+	if (ret) {
+		if (ret > 0)
+			errno = ret;
+		die(what);
+	}
+}
+
+/* GID mode: RESET -> INIT, after which receives may be posted. */
+static void gid_init(struct conn *c)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	gid_modify(c, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		   IBV_QP_ACCESS_FLAGS, "modify_qp INIT");
+}
+
+/* The QP (on c->id in rdma_cm mode, already in INIT; in GID mode made here and moved to
+ * INIT), the regions, and all receive slots posted. */
+static void setup_qp(struct conn *c, int srq)
 {
 	struct ibv_qp_init_attr qa = {
 		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 6,
@@ -253,10 +311,9 @@ static void setup_qp(struct conn *c, struct rdma_cm_id *id, int srq)
 	};
 	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 
-	c->id = id;
-	c->pd = ibv_alloc_pd(id->verbs);
-	c->scq = ibv_create_cq(id->verbs, 256, NULL, NULL, 0);
-	c->rcq = ibv_create_cq(id->verbs, 256, NULL, NULL, 0);
+	c->pd = ibv_alloc_pd(c->ctx);
+	c->scq = ibv_create_cq(c->ctx, 256, NULL, NULL, 0);
+	c->rcq = ibv_create_cq(c->ctx, 256, NULL, NULL, 0);
 	if (!c->pd || !c->scq || !c->rcq)
 		die("pd/cq");
 	qa.send_cq = c->scq;
@@ -270,9 +327,16 @@ static void setup_qp(struct conn *c, struct rdma_cm_id *id, int srq)
 		qa.srq = c->srq;
 		qa.cap.max_recv_wr = 0;
 	}
-	if (rdma_create_qp(id, c->pd, &qa))
-		die("rdma_create_qp");
-	c->qp = id->qp;
+	if (gid_dev) {
+		c->qp = ibv_create_qp(c->pd, &qa);
+		if (!c->qp)
+			die("ibv_create_qp");
+		gid_init(c);
+	} else {
+		if (rdma_create_qp(c->id, c->pd, &qa))
+			die("rdma_create_qp");
+		c->qp = c->id->qp;
+	}
 	c->buf = aligned_alloc(4096, BUF_SIZE);
 	c->rbuf = aligned_alloc(4096, (size_t)SLOTS * MAX_MSG);
 	c->ro_buf = aligned_alloc(4096, 4096);
@@ -290,8 +354,12 @@ static void setup_qp(struct conn *c, struct rdma_cm_id *id, int srq)
 
 static void teardown(struct conn *c)
 {
-	rdma_disconnect(c->id);
-	rdma_destroy_qp(c->id);
+	if (gid_dev) {
+		ibv_destroy_qp(c->qp);
+	} else {
+		rdma_disconnect(c->id);
+		rdma_destroy_qp(c->id);
+	}
 	ibv_dereg_mr(c->mr);
 	ibv_dereg_mr(c->rmr);
 	ibv_dereg_mr(c->ctl_mr);
@@ -320,6 +388,104 @@ static struct ctl my_info(struct conn *c)
 	return m;
 }
 
+/* ---- GID mode: no rdma_cm; QPNs and GIDs swapped over TCP, the driver connects ---- */
+
+static void gid_open(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	static const uint8_t zero[16];
+	int i;
+
+	if (!list)
+		die("ibv_get_device_list");
+	for (i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), gid_dev))
+			break;
+	if (!list[i]) {
+		fprintf(stderr, "FAIL: no RDMA device %s\n", gid_dev);
+		exit(1);
+	}
+	gid_ctx = ibv_open_device(list[i]);
+	if (!gid_ctx)
+		die("ibv_open_device");
+	ibv_free_device_list(list);
+	if (ibv_query_gid(gid_ctx, 1, gid_index, &gid_local))
+		die("ibv_query_gid");
+	if (!memcmp(gid_local.raw, zero, sizeof(zero))) {
+		fprintf(stderr, "FAIL: GID %d of %s is empty\n", gid_index, gid_dev);
+		exit(1);
+	}
+}
+
+/* Nothing waits for the peer's bytes for ever. */
+static void gid_sock_timeout(int fd)
+{
+	struct timeval tv = { .tv_sec = 60 };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		die("SO_RCVTIMEO");
+}
+
+/* Swaps QPN and GID with the peer over the TCP connection fd, then moves the QP (in INIT,
+ * its receives posted) to RTR with an AV naming the peer, and on to RTS. The driver makes
+ * the connection from here on; work posted before it is up waits for it. */
+static void gid_link(struct conn *c, int fd, const char *who)
+{
+	struct gid_msg me = { .qpn = htonl(c->qp->qp_num) }, peer;
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .rq_psn = 0,
+		.max_dest_rd_atomic = 8, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .sgid_index = gid_index, .hop_limit = 1 } },
+	};
+	size_t n;
+	ssize_t r;
+
+	memcpy(me.gid, gid_local.raw, sizeof(me.gid));
+	if (send(fd, &me, sizeof(me), MSG_NOSIGNAL) != (ssize_t)sizeof(me))
+		die("GID exchange: send");
+	for (n = 0; n < sizeof(peer); n += r) {
+		r = recv(fd, (char *)&peer + n, sizeof(peer) - n, 0);
+		if (r <= 0) {
+			if (!r)
+				errno = ECONNRESET;
+			die("GID exchange: recv");
+		}
+	}
+	a.dest_qp_num = ntohl(peer.qpn);
+	memcpy(a.ah_attr.grh.dgid.raw, peer.gid, sizeof(peer.gid));
+	gid_modify(c, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+		   "modify_qp RTR");
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+		.sq_psn = 0, .max_rd_atomic = 8,
+	};
+	gid_modify(c, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		   IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "modify_qp RTS");
+	if (verbose)
+		fprintf(stderr, "%s: QP %u in RTS, peer QP %u\n", who, c->qp->qp_num,
+			ntohl(peer.qpn));
+}
+
+/* The server's end of a connection: its QP goes to ERROR once the client has destroyed its
+ * own (or at once after a Terminate). 30 s at most. */
+static void gid_wait_err(struct conn *c)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	for (int i = 0; i < 600; i++) {
+		if (ibv_query_qp(c->qp, &qa, IBV_QP_STATE, &qi))
+			die("query_qp");
+		if (qa.qp_state == IBV_QPS_ERR)
+			return;
+		usleep(50000);
+	}
+	fprintf(stderr, "FAIL: the server's QP is not in ERROR 30 s after the client's end\n");
+	exit(1);
+}
+
 /* ---- server ---- */
 
 /* The SRQ limit events for c's SRQ waiting on the (non-blocking) async fd. */
@@ -328,7 +494,7 @@ static int srq_limit_events(struct conn *c)
 	struct ibv_async_event ev;
 	int n = 0;
 
-	while (!ibv_get_async_event(c->id->verbs, &ev)) {
+	while (!ibv_get_async_event(c->ctx, &ev)) {
 		if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == c->srq)
 			n++;
 		else
@@ -338,28 +504,85 @@ static int srq_limit_events(struct conn *c)
 	return n;
 }
 
-static int server_conn(struct conn *c)
+static void cm_listen(struct conn *c, const char *addr)
+{
+	struct addrinfo *ai;
+
+	c->ec = rdma_create_event_channel();
+	if (!c->ec || rdma_create_id(c->ec, &c->listen, NULL, RDMA_PS_TCP))
+		die("rdma_create_id");
+	if (getaddrinfo(addr, PORT, NULL, &ai) || rdma_bind_addr(c->listen, ai->ai_addr) ||
+	    rdma_listen(c->listen, 4))
+		die("listen");
+	freeaddrinfo(ai);
+}
+
+static void gid_listen(const char *addr)
+{
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai;
+	int one = 1;
+
+	if (getaddrinfo(addr, GID_PORT, &hints, &ai))
+		die("getaddrinfo");
+	gid_lsock = socket(ai->ai_family, SOCK_STREAM, 0);
+	if (gid_lsock < 0 || setsockopt(gid_lsock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(gid_lsock, ai->ai_addr, ai->ai_addrlen) || listen(gid_lsock, 8))
+		die("listen");
+	freeaddrinfo(ai);
+}
+
+/* With -q: the SRQ limit armed, before the connection can deliver anything. */
+static void arm_srq_limit(struct conn *c)
+{
+	struct ibv_srq_attr sa = { .srq_limit = SLOTS };
+	int fl = fcntl(c->ctx->async_fd, F_GETFL);
+
+	if (fl < 0 || fcntl(c->ctx->async_fd, F_SETFL, fl | O_NONBLOCK))
+		die("async_fd");
+	if (ibv_modify_srq(c->srq, &sa, IBV_SRQ_LIMIT))
+		die("ibv_modify_srq limit");
+}
+
+static void cm_accept(struct conn *c)
 {
 	struct rdma_cm_event *ev = expect(c, RDMA_CM_EVENT_CONNECT_REQUEST);
 	struct rdma_conn_param cp = { .responder_resources = 8, .initiator_depth = 8 };
-	struct rdma_cm_id *id = ev->id;
+
+	c->id = ev->id;
+	c->ctx = c->id->verbs;
+	rdma_ack_cm_event(ev);
+	setup_qp(c, use_srq);
+	if (c->srq)
+		arm_srq_limit(c);
+	if (rdma_accept(c->id, &cp))
+		die("rdma_accept");
+	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ESTABLISHED));
+}
+
+static void gid_accept(struct conn *c)
+{
+	int fd = accept(gid_lsock, NULL, NULL);
+
+	if (fd < 0)
+		die("accept");
+	gid_sock_timeout(fd);
+	c->ctx = gid_ctx;
+	setup_qp(c, use_srq);
+	if (c->srq)
+		arm_srq_limit(c);
+	gid_link(c, fd, "server");
+	close(fd);
+}
+
+static int server_conn(struct conn *c)
+{
 	struct ctl m;
 	int bad = 0;
 
-	rdma_ack_cm_event(ev);
-	setup_qp(c, id, use_srq);
-	if (c->srq) {
-		struct ibv_srq_attr sa = { .srq_limit = SLOTS };
-		int fl = fcntl(id->verbs->async_fd, F_GETFL);
-
-		if (fl < 0 || fcntl(id->verbs->async_fd, F_SETFL, fl | O_NONBLOCK))
-			die("async_fd");
-		if (ibv_modify_srq(c->srq, &sa, IBV_SRQ_LIMIT))
-			die("ibv_modify_srq limit");
-	}
-	if (rdma_accept(id, &cp))
-		die("rdma_accept");
-	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ESTABLISHED));
+	if (gid_dev)
+		gid_accept(c);
+	else
+		cm_accept(c);
 	c->peer = recv_ctl(c);
 	m = my_info(c);
 	send_ctl(c, &m);
@@ -413,13 +636,22 @@ static int server_conn(struct conn *c)
 			bad = 1;
 		}
 	}
-	if (verbose)
-		fprintf(stderr, "server: waiting for the disconnect\n");
-	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_DISCONNECTED));
-	if (verbose)
-		fprintf(stderr, "server: disconnected\n");
-	teardown(c);
-	rdma_destroy_id(id);
+	if (gid_dev) {
+		if (verbose)
+			fprintf(stderr, "server: waiting for the QP to go to ERROR\n");
+		gid_wait_err(c);
+		if (verbose)
+			fprintf(stderr, "server: QP in ERROR\n");
+		teardown(c);
+	} else {
+		if (verbose)
+			fprintf(stderr, "server: waiting for the disconnect\n");
+		rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_DISCONNECTED));
+		if (verbose)
+			fprintf(stderr, "server: disconnected\n");
+		teardown(c);
+		rdma_destroy_id(c->id);
+	}
 	if (verbose)
 		fprintf(stderr, "server: connection torn down\n");
 	return bad;
@@ -427,13 +659,13 @@ static int server_conn(struct conn *c)
 
 /* ---- client ---- */
 
-static void client_connect(struct conn *c, const char *addr)
+static void cm_connect(struct conn *c, const char *addr)
 {
 	struct rdma_conn_param cp = { .responder_resources = 8, .initiator_depth = 8 };
 	struct addrinfo *ai;
 	struct rdma_cm_id *id;
-	struct ctl m;
 
+	c->ec = rdma_create_event_channel();
 	if (getaddrinfo(addr, PORT, NULL, &ai))
 		die("getaddrinfo");
 	if (rdma_create_id(c->ec, &id, NULL, RDMA_PS_TCP))
@@ -445,13 +677,70 @@ static void client_connect(struct conn *c, const char *addr)
 	if (rdma_resolve_route(id, 5000))
 		die("rdma_resolve_route");
 	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED));
-	setup_qp(c, id, 0);
+	c->id = id;
+	c->ctx = id->verbs;
+	setup_qp(c, 0);
 	if (rdma_connect(id, &cp))
 		die("rdma_connect");
 	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_ESTABLISHED));
+}
+
+static void gid_connect(struct conn *c, const char *addr)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	int fd = -1, e;
+
+	if (getaddrinfo(addr, GID_PORT, &hints, &ai))
+		die("getaddrinfo");
+	/* 10 s for the server to listen. */
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		fd = socket(ai->ai_family, SOCK_STREAM, 0);
+		if (fd < 0)
+			die("socket");
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+			e = errno;
+			close(fd);
+			fd = -1;
+			errno = e;
+			usleep(100000);
+		}
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		die("connect to the server's TCP port " GID_PORT);
+	gid_sock_timeout(fd);
+	c->ctx = gid_ctx;
+	setup_qp(c, 0);
+	gid_link(c, fd, "client");
+	close(fd);
+}
+
+/* Connected, and the regions known to each other. */
+static void client_connect(struct conn *c, const char *addr)
+{
+	struct ctl m;
+
+	if (gid_dev)
+		gid_connect(c, addr);
+	else
+		cm_connect(c, addr);
 	m = my_info(c);
 	send_ctl(c, &m);
 	c->peer = recv_ctl(c);
+}
+
+/* The end of a connection in the error phase. GID mode: destroying the QP is what the
+ * server's QP sees (it goes to ERROR). */
+static void client_close(struct conn *c)
+{
+	if (gid_dev) {
+		teardown(c);
+		return;
+	}
+	rdma_disconnect(c->id);
+	teardown(c);
+	rdma_destroy_id(c->id);
+	rdma_destroy_event_channel(c->ec);
 }
 
 static void client_done(struct conn *c)
@@ -459,6 +748,10 @@ static void client_done(struct conn *c)
 	struct ctl m = { .cmd = CMD_DONE };
 
 	send_ctl(c, &m);
+	if (gid_dev) {
+		teardown(c);
+		return;
+	}
 	rdma_disconnect(c->id);
 	rdma_ack_cm_event(expect(c, RDMA_CM_EVENT_DISCONNECTED));
 	teardown(c);
@@ -508,7 +801,6 @@ static int client_data(const char *addr, uint64_t total)
 	uint32_t seed = 12345, n = 0;
 	int bad = 0;
 
-	c.ec = rdma_create_event_channel();
 	client_connect(&c, addr);
 	while (moved[0] + moved[1] + moved[2] < total) {
 		uint32_t len = sizes[n % (sizeof(sizes) / sizeof(sizes[0]))];
@@ -572,7 +864,6 @@ static int client_error(const char *addr, const char *name)
 	struct ibv_wc wc;
 	int st, nflush = 0, ok;
 
-	c.ec = rdma_create_event_channel();
 	client_connect(&c, addr);
 	if (!strcmp(name, "flush")) {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
@@ -587,10 +878,7 @@ static int client_error(const char *addr, const char *name)
 		ok = nflush == SLOTS;
 		printf("error flush: %d of %d receives flushed: %s\n", nflush, SLOTS,
 		       ok ? "ok" : "WRONG");
-		rdma_disconnect(c.id);
-		teardown(&c);
-		rdma_destroy_id(c.id);
-		rdma_destroy_event_channel(c.ec);
+		client_close(&c);
 		return !ok;
 	}
 	memset(c.buf, 0x5a, 64);
@@ -619,10 +907,7 @@ static int client_error(const char *addr, const char *name)
 	ok = qa.qp_state == IBV_QPS_ERR && (strcmp(name, "read_right") || st != IBV_WC_SUCCESS);
 	printf("error %s: completion %s, QP %s: %s\n", name, ibv_wc_status_str(st),
 	       qa.qp_state == IBV_QPS_ERR ? "ERR" : "not in ERR", ok ? "ok" : "WRONG");
-	rdma_disconnect(c.id);
-	teardown(&c);
-	rdma_destroy_id(c.id);
-	rdma_destroy_event_channel(c.ec);
+	client_close(&c);
 	return !ok;
 }
 
@@ -632,7 +917,7 @@ int main(int argc, char **argv)
 	uint64_t mb = 8;
 	int server = -1, errors = 0, opt, bad = 0;
 
-	while ((opt = getopt(argc, argv, "s:c:m:eEvq")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:m:eEvqg:d:")) != -1) {
 		switch (opt) {
 		case 's': server = 1; addr = optarg; break;
 		case 'c': server = 0; addr = optarg; break;
@@ -641,31 +926,34 @@ int main(int argc, char **argv)
 		case 'E': errors = 2; break;
 		case 'v': verbose = 1; break;
 		case 'q': use_srq = 1; break;
+		case 'g': gid_index = atoi(optarg); break;
+		case 'd': gid_dev = optarg; break;
 		default: return 2;
 		}
 	}
-	if (server < 0)
+	if (server < 0 || !gid_dev != (gid_index < 0))
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (gid_dev)
+		gid_open();
 	if (server) {
 		struct conn c = { 0 };
-		struct addrinfo *ai;
 		int conns = errors == 1 ? 5 : errors ? 4 : 1;
 
-		c.ec = rdma_create_event_channel();
-		if (!c.ec || rdma_create_id(c.ec, &c.listen, NULL, RDMA_PS_TCP))
-			die("rdma_create_id");
-		if (getaddrinfo(addr, PORT, NULL, &ai) || rdma_bind_addr(c.listen, ai->ai_addr) ||
-		    rdma_listen(c.listen, 4))
-			die("listen");
-		freeaddrinfo(ai);
+		if (gid_dev)
+			gid_listen(addr);
+		else
+			cm_listen(&c, addr);
 		printf("server: listening\n");
 		for (int i = 0; i < conns; i++) {
 			struct conn k = { .ec = c.ec };
 
 			bad |= server_conn(&k) && !errors;
 		}
-		rdma_destroy_id(c.listen);
+		if (gid_dev)
+			close(gid_lsock);
+		else
+			rdma_destroy_id(c.listen);
 		printf("server: %s\n", bad ? "CORRUPTED" : "done");
 		return bad;
 	}

@@ -18,9 +18,12 @@ rdma link add siw1 type siw netdev vb
 # Fields that differ by design:
 #   hca_id                         the device names
 #   node_guid, sys_image_guid      derived from each netdev's MAC
-#   GID[...]                       the MAC itself
+#   GID[...]                       GID 0 is the MAC itself, on both; siw_rs lists the
+#                                  netdev's addresses after it (checked below)
+#   gid_tbl_len                    the C siw's table has GID 0 alone; siw_rs's 32 entries
+#                                  (deliberate: README "Connections without rdma_cm")
 #   vendor_part_id                 a per-driver counter of devices created (both start at 1)
-differ='^[[:space:]]*(hca_id|node_guid|sys_image_guid|vendor_part_id|GID\[)'
+differ='^[[:space:]]*(hca_id|node_guid|sys_image_guid|vendor_part_id|gid_tbl_len|GID\[)'
 a=$(ibv_devinfo -v -d siw_rs1 | grep -Ev "$differ")
 b=$(ibv_devinfo -v -d siw1 | grep -Ev "$differ")
 # Guard against comparing two empty or truncated outputs.
@@ -32,3 +35,10 @@ if ! diff <(echo "$b") <(echo "$a"); then
 	fail "ibv_devinfo -v differs between the C siw (<) and siw_rs (>)"
 fi
 echo "$(wc -l <<<"$a") lines equal"
+# The deliberate differences, as they should be.
+ra=$(ibv_devinfo -v -d siw_rs1) rb=$(ibv_devinfo -v -d siw1)
+has 'gid_tbl_len:[[:space:]]+1$' "$rb" || fail "the C siw's gid_tbl_len is not 1: $rb"
+has 'gid_tbl_len:[[:space:]]+32$' "$ra" || fail "siw_rs's gid_tbl_len is not 32: $ra"
+mac_gid() { local m; m=$(tr -d : </sys/class/net/$1/address); echo "${m:0:4}:${m:4:4}:${m:8:4}:0000:0000:0000:0000:0000"; }
+[ "$(cat /sys/class/infiniband/siw_rs1/ports/1/gids/0)" = "$(mac_gid va)" ] || fail "siw_rs's GID 0 is not va's MAC"
+[ "$(cat /sys/class/infiniband/siw1/ports/1/gids/0)" = "$(mac_gid vb)" ] || fail "the C siw's GID 0 is not vb's MAC"

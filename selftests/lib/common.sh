@@ -117,13 +117,38 @@ on_b() { ip netns exec hostB "$@"; }
 # listening_b PORT: wait (30 s at most) until host B has a TCP listener on PORT. An iWARP
 # listen is a kernel TCP socket, so `ss` shows when a server started in the background is
 # ready; a fixed sleep was not enough on a loaded machine (the client got ECONNREFUSED).
-listening_b() {
+listening_b() { listening_in hostB "$1"; }
+
+# listening_in NS PORT: wait (30 s at most) until namespace NS has a TCP listener on PORT.
+listening_in() {
 	local n
 	for n in $(seq 60); do
-		[ -n "$(on_b ss -Htln "sport = :$1")" ] && return 0
+		[ -n "$(ip netns exec "$1" ss -Htln "sport = :$2")" ] && return 0
 		sleep 0.5
 	done
-	fail "nothing listens on host B port $1 after 30 s"
+	fail "nothing listens in $1 on port $2 after 30 s"
+}
+
+# hung_dump PID NAME SECS: if PID is still running after SECS seconds, print the kernel and
+# user stacks of every NAME process, both hosts' sockets and the kernel log's tail (as "#"
+# lines), then kill it (its exit status then fails the caller's wait).
+hung_dump() {
+	local pid=$1 name=$2 n=0 p t
+	while kill -0 "$pid" 2>/dev/null && [ $n -lt "$3" ]; do sleep 1; n=$((n + 1)); done
+	kill -0 "$pid" 2>/dev/null || return 0
+	echo "# $name still running $3 s after its peer finished:"
+	for p in $(pgrep -x "$name"); do
+		for t in /proc/"$p"/task/*; do
+			echo "# $name $p thread ${t##*/} kernel stack:"; sed 's/^/#   /' "$t/stack"
+		done
+		if command -v gdb >/dev/null; then
+			gdb -p "$p" -batch -ex 'thread apply all bt' 2>&1 | grep '^#' | sed 's/^/#   /'
+		fi
+	done
+	echo "# host A sockets:"; on_a ss -tnoi 2>&1 | sed 's/^/#   /'
+	echo "# host B sockets:"; on_b ss -tnoi 2>&1 | sed 's/^/#   /'
+	echo "# kernel log:"; dmesg | tail -n 30 | sed 's/^/#   /'
+	pkill -9 -x "$name"
 }
 
 # rping_sizes N SIZE...: for each SIZE, an rping -V server on host B and client on host A,
@@ -140,11 +165,36 @@ rping_sizes() {
 			wait $srv || true
 			fail "rping client, size $size: $out; server: $(cat /tmp/rping-s.out)"
 		fi
+		# The client is done: the server only waits for the DISCONNECTED event now. If it
+		# is still there after 30 s, show where it waits (once in CI a C siw server never
+		# returned, with nothing printed), then fail.
+		hung_dump $srv rping 30
 		wait $srv || fail "rping server, size $size: $(cat /tmp/rping-s.out)"
 		n=$(grep -c '^ping data' <<<"$out" || true)
 		[ "$n" = "$count" ] || fail "size $size: $n of $count pings verified: $out; server: $(cat /tmp/rping-s.out)"
 		log "size $size: $count pings verified"
 	done
+}
+
+# pingpong PROG "SERVER ARGS" "CLIENT ARGS" [same]: an rdma-core pingpong (ibv_rc_pingpong,
+# ibv_srq_pingpong), server on host B's device, client on host A's; with "same", both on
+# host A's device (two processes, one device). Both must exit 0 and print their result.
+pingpong() {
+	local prog=$1 sargs=$2 cargs=$3 out srv sns=hostB sdev=$DEV_B saddr=192.168.77.2
+	if [ "${4:-}" = same ]; then sns=hostA sdev=$DEV_A saddr=192.168.77.1; fi
+	# shellcheck disable=SC2086 # the argument strings are word lists
+	ip netns exec $sns timeout 300 "$prog" -d "$sdev" $sargs >/tmp/pp-s.out 2>&1 &
+	srv=$!
+	listening_in $sns 18515
+	# shellcheck disable=SC2086
+	if ! out=$(on_a timeout 300 "$prog" -d "$DEV_A" $cargs $saddr 2>&1); then
+		wait $srv || true
+		fail "$prog client $cargs: $out; server: $(cat /tmp/pp-s.out)"
+	fi
+	wait $srv || fail "$prog server $sargs: $(cat /tmp/pp-s.out); client: $out"
+	has '^[0-9]+ iters in' "$out" || fail "$prog client $cargs printed no result: $out"
+	has '^[0-9]+ iters in' "$(cat /tmp/pp-s.out)" || fail "$prog server $sargs printed no result: $(cat /tmp/pp-s.out)"
+	log "$prog $cargs${4:+ (one device)}: $(grep -E '^[0-9]+ iters in' <<<"$out")"
 }
 
 # perftest_all: each perftest benchmark over rdma_cm (-R), server on host B, client on host
@@ -197,7 +247,7 @@ cm_tools() {
 # data_verify [SERVER_OPTS -- CLIENT_OPTS]: selftests/data/data_verify.c, server on host B,
 # client on host A; both must exit 0. Prints the client's result lines.
 data_verify() {
-	local sopts=() copts=() out srv
+	local sopts=() copts=() out srv port=7471
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
 	copts=("$@")
@@ -208,9 +258,11 @@ data_verify() {
 			-libverbs -lrdmacm
 		DATA_VERIFY_BUILT=1
 	fi
+	# With -g (connections made by modify_qp) the out-of-band exchange is on 7472.
+	[[ " ${sopts[*]} " == *" -g "* ]] && port=7472
 	on_b timeout 300 /tmp/data_verify -v -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
 	srv=$!
-	listening_b 7471
+	listening_b $port
 	if ! out=$(on_a timeout 300 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
 		wait $srv || true
 		fail "data_verify client ${copts[*]}: $out; server: $(cat /tmp/dv-s.out)"
@@ -250,4 +302,39 @@ capture_frames() {
 	kill "$CAPTURE_PID" 2>/dev/null
 	wait "$CAPTURE_PID" 2>/dev/null
 	python3 "$ROOT/selftests/lib/mpa_frames.py" /tmp/mpa.pcap
+}
+
+# gid_of ADDR: the GID of an IPv4 or IPv6 address as sysfs prints it (IPv4 mapped into IPv6,
+# eight groups of four hex digits).
+gid_of() {
+	python3 -c 'import ipaddress, sys
+a = ipaddress.ip_address(sys.argv[1])
+if a.version == 4:
+    a = ipaddress.IPv6Address("::ffff:" + str(a))
+print(a.exploded)' "$1"
+}
+
+# gid_index DEV ADDR: the index of ADDR's GID in port 1 of RDMA device DEV (fails if absent).
+gid_index() {
+	local want f
+	want=$(gid_of "$2")
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		if [ "$(cat "$f")" = "$want" ]; then
+			echo "${f##*/}"
+			return 0
+		fi
+	done
+	fail "$1 has no GID for $2 ($want): $(cat /sys/class/infiniband/"$1"/ports/1/gids/* | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$' | tr '\n' ' ')"
+}
+
+# wait_gid_index DEV ADDR: gid_index, once the address has reached the table (the table is
+# refreshed by work queued from the address notifiers; 10 s at most).
+wait_gid_index() {
+	local n want
+	want=$(gid_of "$2")
+	for n in $(seq 50); do
+		grep -qx "$want" /sys/class/infiniband/"$1"/ports/1/gids/* 2>/dev/null && break
+		sleep 0.2
+	done
+	gid_index "$1" "$2"
 }

@@ -6,6 +6,7 @@
 #   hostile_peer.py rping-read --addr A --port P --size S --answer N
 #   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
 #   hostile_peer.py stag-probe --addr A --port P --port2 Q
+#   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
 #
 # mpa-reply: listen on A:P, take one connection, read the initiator's MPA request (RFC 5044
 # section 7.1) and answer with a reply frame carrying N bytes of private data (after the
@@ -30,6 +31,10 @@
 # its own process, so its own PD. It reads each client's advert (its buffer's address and
 # STag), then Writes into the first client's buffer over the second connection, naming an
 # STag of another PD, and prints the FPDUs that come back ("fpdu op=terminate ...").
+# gid-request: connect to A:P (siw_rs's listener of connections made by modify_qp), from
+# source port S if given, and send an MPA request whose private data asks for QP N in
+# siw_rs's layout (siw_rs/proto/src/gidconn.rs), or 16 bytes of garbage; print the answer as
+# mpa-request does, with the refusal's reason code when it carries one.
 import argparse
 import socket
 import struct
@@ -125,6 +130,32 @@ def mpa_request(args):
     rbits, pd_len = struct.unpack(">HH", hdr[16:20])
     print(f"reply rev={rbits & 0xFF} reject={int(bool(rbits & F_REJECT))} pd_len={pd_len}",
           flush=True)
+    conn.close()
+
+
+def gid_request(args):
+    pd = bytes(range(16)) if args.garbage else (
+        b"siwQ" + bytes((1, 1, 0, 0)) + struct.pack(">II", 4242, args.to_qpn))
+    body = struct.pack(">HH", 1, 1) + pd
+    conn = socket.socket(socket.AF_INET6 if ":" in args.addr else socket.AF_INET)
+    conn.settimeout(args.timeout)
+    if args.src_port:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        conn.bind(("", args.src_port))
+    conn.connect((args.addr, args.port))
+    conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
+    print(f"sent request for QP {args.to_qpn} from port {conn.getsockname()[1]}", flush=True)
+    try:
+        hdr = recv_exact(conn, 20)
+        bits, pd_len = struct.unpack(">HH", hdr[16:20])
+        rpd = recv_exact(conn, pd_len)
+    except (EOFError, OSError) as e:
+        print(f"closed without a reply ({e})", flush=True)
+        return
+    # A refusal: no IRD/ORD word (no ENHANCED bit), then siw_rs's 16 octets.
+    reason = rpd[6] if pd_len == 16 and rpd[:4] == b"siwQ" else -1
+    print(f"reply rev={bits & 0xFF} reject={int(bool(bits & F_REJECT))} pd_len={pd_len} "
+          f"reason={reason}", flush=True)
     conn.close()
 
 
@@ -284,7 +315,16 @@ def main():
     t.add_argument("--addr", required=True)
     t.add_argument("--port", type=int, default=7174)
     t.add_argument("--port2", type=int, default=7175)
+    g = sub.add_parser("gid-request")
+    g.add_argument("--addr", required=True)
+    g.add_argument("--port", type=int, default=791)
+    g.add_argument("--to-qpn", type=int, default=1)
+    g.add_argument("--src-port", type=int, default=0)
+    g.add_argument("--garbage", action="store_true")
+    g.add_argument("--timeout", type=float, default=20.0)
     args = ap.parse_args()
+    if args.cmd == "gid-request":
+        return gid_request(args)
     if args.cmd == "stag-probe":
         return stag_probe(args)
     if args.cmd == "rping-read":
