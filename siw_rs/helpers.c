@@ -393,6 +393,14 @@ int siw_rs_sk_state(const struct sock *sk)
 	return READ_ONCE(sk->sk_state);
 }
 
+/* Makes @sk hold a reference on its namespace, if it does not (a socket accepted from a
+ * kernel listener). */
+void siw_rs_sk_hold_net(struct sock *sk)
+{
+	if (!sk->sk_net_refcnt)
+		sk_net_refcnt_upgrade(sk);
+}
+
 void siw_rs_sk_set_bound_dev_if(struct sock *sk, int ifindex)
 {
 	sk->sk_bound_dev_if = ifindex;

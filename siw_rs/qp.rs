@@ -23,7 +23,10 @@ use crate::{
         rdma::{
             cm::QpHandle,
             device::Device,
-            mmap::SharedMem,
+            mmap::{
+                MmapEntry,
+                SharedMem, //
+            },
             object::User,
             verbs::{
                 Access,
@@ -434,6 +437,9 @@ impl QpCore {
 pub(crate) struct SiwQp {
     pub(crate) core: Arc<QpCore>,
     tables: Arc<Tables>,
+    /// The mmap registrations of a user QP's rings, ended when the QP is destroyed (the
+    /// rings are in `core`, which connection work may hold a moment longer).
+    _mmaps: [Option<MmapEntry>; 2],
     _count: Counted,
 }
 
@@ -467,9 +473,9 @@ impl SiwQp {
             return Err(EINVAL);
         }
         let kernel = user.is_none();
-        let sq = Ring::new(cap.max_send_wr, SQE_SIZE, 0, user.as_deref_mut())?;
+        let mut sq = Ring::new(cap.max_send_wr, SQE_SIZE, 0, user.as_deref_mut())?;
         let sig_all = attr.sq_sig_type.ok_or(EINVAL)? == SigType::AllWr;
-        let rq = if attr.srq.is_none() && cap.max_recv_wr > 0 {
+        let mut rq = if attr.srq.is_none() && cap.max_recv_wr > 0 {
             Some(Ring::new(
                 cap.max_recv_wr,
                 RQE_SIZE,
@@ -491,6 +497,7 @@ impl SiwQp {
             };
             u.udata.respond(&resp)?;
         }
+        let mmaps = [sq.take_mmap(), rq.as_mut().and_then(Ring::take_mmap)];
         let (send, recv) = match (attr.send_cq, attr.recv_cq) {
             (Some(s), Some(r)) => (CqRef::new(s), CqRef::new(r)),
             // With an SRQ and no receive CQ, receives are not supported yet; complete
@@ -534,6 +541,7 @@ impl SiwQp {
         let qp = Self {
             core,
             tables: dev.tables.clone(),
+            _mmaps: mmaps,
             _count: count,
         };
         Ok((qp, qpn))

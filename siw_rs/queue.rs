@@ -219,4 +219,11 @@ impl Ring {
     pub(crate) fn key(&self) -> u64 {
         self.mmap.as_ref().map_or(0, MmapEntry::key)
     }
+
+    /// Takes the mmap registration out, for an owner that must end it when its verbs object
+    /// is destroyed while the ring itself may live on a little (held by work in progress):
+    /// the core insists that no entry of a process's context outlives the context.
+    pub(crate) fn take_mmap(&mut self) -> Option<MmapEntry> {
+        self.mmap.take()
+    }
 }

@@ -340,7 +340,17 @@ impl Socket {
             )
         })?;
         // SAFETY: Just created, ours.
-        unsafe { Self::set_up(raw, family, true) }
+        let s = unsafe { Self::from_raw(raw) }?;
+        // TCP's own lock classes, unlike `set_up`: a socket with classes of this module's
+        // pins the module under lock debugging (the class keys live in it), and these live
+        // as long as their device, which unloading the module must be able to remove.
+        // SAFETY: A new socket, not yet bound or in use by anyone else.
+        unsafe { bindings::sock_set_reuseaddr(s.sk()) };
+        if family == Family::Inet6 {
+            // SAFETY: A new IPv6 socket.
+            to_result(unsafe { bindings::siw_rs_ip6_sock_set_v6only(s.sk()) })?;
+        }
+        Ok(s)
     }
 
     /// Takes a socket just created and sets it up as every siw_rs socket.
@@ -458,6 +468,10 @@ impl Socket {
         // SAFETY: `kernel_accept` succeeded: `raw` is a new socket we own.
         let new = unsafe { Self::from_raw(raw) }?;
         let (lsk, nsk) = (self.sk(), new.sk());
+        // A connection holds its namespace, as every siw_rs connection socket does, even when
+        // its listener is one of the kernel's own (`new_kernel_tcp_in`), which does not.
+        // SAFETY: `nsk` is live and ours; its listener keeps the namespace alive meanwhile.
+        unsafe { bindings::siw_rs_sk_hold_net(nsk) };
         // The new socket is a clone of the listener, our callbacks and `sk_user_data`
         // included. Give it the listener's original callbacks and no owner, until an
         // `attach` makes it a connection's.
