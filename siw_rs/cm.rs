@@ -177,6 +177,10 @@ impl WorkItem<2> for Ep {
 const MPA_REQUEST_TIMEOUT_MS: u32 = 5000;
 /// How long an initiator waits for the MPA reply (the C siw's `MPAREP_TIMEOUT`).
 const MPA_REPLY_TIMEOUT_MS: u32 = 10000;
+/// How long `iw_connect`'s TCP handshake may take before the connect is reported failed
+/// (`ETIMEDOUT`). The C siw blocks in `iw_connect` until TCP gives up (about two minutes of
+/// SYN retries), holding the ULP's thread; siw_rs connects in the background.
+const CONNECT_TIMEOUT_MS: u32 = 10000;
 /// How soon a CONNECT_REPLY the core refused is offered again.
 const REPLY_RETRY_MS: u32 = 100;
 /// How long a connection request waits for the ULP's accept or reject. The core may drop
@@ -255,6 +259,8 @@ impl WorkItem<1> for Ep {
         pr_debug!("siw_rs: timeout in {:?}\n", g.phase);
         if g.av.is_some() {
             this.av_retry(&mut g);
+        } else if g.phase == Phase::Connecting {
+            this.connect_failed(&mut g, ETIMEDOUT);
         } else {
             this.close_locked(&mut g, How::Error);
         }
@@ -424,7 +430,11 @@ impl Ep {
                     }
                 }
                 Phase::Connecting => {
-                    if !self.av_connected_tcp(&mut g) {
+                    let go = match self.kind {
+                        Kind::Av => self.av_connected_tcp(&mut g),
+                        Kind::Cm => self.cm_connected_tcp(&mut g),
+                    };
+                    if !go {
                         return;
                     }
                 }
@@ -513,6 +523,46 @@ impl Ep {
             (Phase::AwaitReply, Kind::Av) => self.got_av_reply(g),
             _ => false,
         }
+    }
+
+    /// Initiator (`iw_connect`): the TCP handshake ended. Sends the MPA request once it
+    /// succeeded; returns whether processing may go on.
+    fn cm_connected_tcp(self: &Arc<Self>, g: &mut Inner) -> bool {
+        match g.sock.as_ref().map(Socket::alive) {
+            Some(Ok(true)) => {}
+            Some(Ok(false)) => return false,
+            Some(Err(e)) => {
+                self.connect_failed(g, e);
+                return false;
+            }
+            None => {
+                self.close_locked(g, How::Error);
+                return false;
+            }
+        }
+        let sent = g.sent.as_ref().map(|s| {
+            let f = MpaFrame {
+                header: s.header,
+                ird_ord: s.ird_ord,
+                private_data: &s.private_data,
+            };
+            send_frame(g.sock.as_ref(), &f)
+        });
+        if sent != Some(true) {
+            self.connect_failed(g, ECONNRESET);
+            return false;
+        }
+        g.phase = Phase::AwaitReply;
+        self.set_deadline(g, MPA_REPLY_TIMEOUT_MS);
+        true
+    }
+
+    /// Initiator (`iw_connect`): the connection could not be made; the connection manager
+    /// hears why (`ECONNREFUSED` and `ECONNRESET` become REJECTED, `ETIMEDOUT` UNREACHABLE).
+    fn connect_failed(self: &Arc<Self>, g: &mut Inner, e: Error) {
+        pr_debug!("siw_rs: connect failed: {:?}\n", e);
+        self.report_reply(g, &EventData::failed(e));
+        self.close_locked(g, How::Error);
     }
 
     /// The connection broke before it was up: an initiator of a connection made by
@@ -850,7 +900,7 @@ impl Ep {
             drop(self.tables.take_request(self.cookie));
         }
         g.deadline = None;
-        if prev == Phase::AwaitReply {
+        if matches!(prev, Phase::AwaitReply | Phase::Connecting) {
             self.report_reply(g, &EventData::failed(ECONNRESET));
         }
         if let Some(cm) = g.cm.take() {
@@ -1160,12 +1210,12 @@ fn send_frame(sock: Option<&Socket>, f: &MpaFrame<'_>) -> bool {
     matches!(sock.send(&[IoVec::new(b)], 0, true, false), Ok(k) if k == n)
 }
 
-/// A TCP connection from `cm`'s local to its remote address (blocking), as the C siw makes
-/// it: bound first, so the ULP's source address and port hold. Made in the namespace of
-/// `dev`'s netdev, where that address is; the C siw makes it in the caller's, so a kernel
-/// consumer connecting from a worker (xprtrdma: an NFS mount in a network namespace) gets
-/// `EADDRNOTAVAIL` from it.
-fn connect_socket(dev: &Device<Siw>, cm: &CmId) -> Result<Socket> {
+/// The socket for a connection from `cm`'s local to its remote address, and that remote
+/// address: bound first, as the C siw does, so the ULP's source address and port hold. Made
+/// in the namespace of `dev`'s netdev, where that address is; the C siw makes it in the
+/// caller's, so a kernel consumer connecting from a worker (xprtrdma: an NFS mount in a
+/// network namespace) gets `EADDRNOTAVAIL` from it.
+fn connect_socket(dev: &Device<Siw>, cm: &CmId) -> Result<(Socket, SockAddr)> {
     let (laddr, raddr) = (cm.mapped_local_addr(), cm.mapped_remote_addr());
     let family = laddr.family().ok_or(EAFNOSUPPORT)?;
     if raddr.family() != Some(family) {
@@ -1173,8 +1223,7 @@ fn connect_socket(dev: &Device<Siw>, cm: &CmId) -> Result<Socket> {
     }
     let s = dev.with_netdev(|nd| Socket::new_tcp_in(nd, family, cm.afonly()))??;
     s.bind(&laddr)?;
-    s.connect(&raddr)?;
-    Ok(s)
+    Ok((s, raddr))
 }
 
 /// The listening socket for `cm` on `dev`; `None` when there is nothing to listen on.
@@ -1198,25 +1247,22 @@ fn listen_socket(dev: &Device<Siw>, cm: &CmId, backlog: i32) -> Result<Option<So
     Ok(Some(s))
 }
 
-/// `iw_connect`.
+/// `iw_connect`: returns at once. The TCP handshake and the MPA exchange run in the
+/// background; their outcome reaches the connection manager as CONNECT_REPLY (the C siw
+/// blocks here until TCP connects or gives up).
 pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result {
     let d: &SiwDev = dev.data();
     let qp = d.tables.qp(p.qpn).ok_or(EINVAL)?;
     if p.private_data.len() > PD_MAX_SIW {
         return Err(EINVAL);
     }
-    let s = connect_socket(dev, &cm)?;
-    let ep = Ep::new(d.tables.clone(), Kind::Cm, Phase::AwaitReply, Some(s), None)?;
+    let (s, raddr) = connect_socket(dev, &cm)?;
+    let ep = Ep::new(d.tables.clone(), Kind::Cm, Phase::Connecting, Some(s), None)?;
     let mut pol = policy(p.ird, p.ord);
     initiator_p2p(&mut pol);
     let (header, ird_ord) = build_request(&pol);
     let mut private_data = KVec::new();
     private_data.extend_from_slice(p.private_data, GFP_KERNEL)?;
-    let f = MpaFrame {
-        header,
-        ird_ord,
-        private_data: p.private_data,
-    };
     let mut g = ep.inner.lock();
     {
         let mut st = qp.lock();
@@ -1232,13 +1278,25 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         ird_ord,
         private_data,
     });
+    // Callbacks first: the handshake's end (its state change) kicks the endpoint, which
+    // then sends the MPA request (`cm_connected_tcp`).
     ep.attach(&g);
-    if !send_frame(g.sock.as_ref(), &f) {
-        ep.close_locked(&mut g, How::Error);
-        return Err(ECONNRESET);
+    let r = g
+        .sock
+        .as_ref()
+        .ok_or(ENOTCONN)
+        .and_then(|s| s.connect_nonblock(&raddr));
+    if let Err(e) = r {
+        // Failed at once (no route, say): the caller hears it, and the QP stays as it was,
+        // as after the C siw's failed connect.
+        if let Some(qp) = g.qp.take() {
+            qp.lock().ep = None;
+        }
+        ep.close_locked(&mut g, How::Local);
+        return Err(e);
     }
     g.cm = Some(cm);
-    ep.set_deadline(&mut g, MPA_REPLY_TIMEOUT_MS);
+    ep.set_deadline(&mut g, CONNECT_TIMEOUT_MS);
     drop(g);
     ep.kick();
     Ok(())

@@ -404,17 +404,6 @@ impl Socket {
         to_result(unsafe { bindings::kernel_listen(self.as_ptr(), backlog) })
     }
 
-    /// Connects to `addr`, blocking until the handshake ends, and disables Nagle.
-    pub(crate) fn connect(&self, addr: &SockAddr) -> Result {
-        // SAFETY: A live socket; `addr` is readable for its length.
-        to_result(unsafe {
-            bindings::kernel_connect(self.as_ptr(), addr.as_ptr(), addr.len(), 0)
-        })?;
-        // SAFETY: A live, connected TCP socket.
-        unsafe { bindings::tcp_sock_set_nodelay(self.sk()) };
-        Ok(())
-    }
-
     /// Starts connecting to `addr` without waiting (Nagle off): `Ok(true)` if connected at
     /// once, `Ok(false)` while the handshake runs (the socket's state change callback tells
     /// when it ends; [`Socket::alive`] how).
