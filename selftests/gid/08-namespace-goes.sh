@@ -27,9 +27,9 @@ log "siw_rs_c went with its namespace"
 # goes, with the device, once they are killed.
 two_hosts siw_rs siw_rs
 g=$(wait_gid_index "$DEV_A" 192.168.77.1)
-ibv_rc_pingpong -d "$DEV_A" -g "$g" -p 18600 -n 1000000 -s 64 >/tmp/pp-s.out 2>&1 &
+stdbuf -oL ibv_rc_pingpong -d "$DEV_A" -g "$g" -p 18600 -n 1000000 -s 64 >/tmp/pp-s.out 2>&1 &
 for n in $(seq 60); do [ -n "$(ss -Htln 'sport = :18600')" ] && break; sleep 0.5; done
-ibv_rc_pingpong -d "$DEV_A" -g "$g" -p 18600 -n 1000000 -s 64 127.0.0.1 >/tmp/pp-c.out 2>&1 &
+stdbuf -oL ibv_rc_pingpong -d "$DEV_A" -g "$g" -p 18600 -n 1000000 -s 64 127.0.0.1 >/tmp/pp-c.out 2>&1 &
 sleep 3
 has 'remote address' "$(cat /tmp/pp-c.out)" || fail "the pingpong did not start: $(cat /tmp/pp-c.out)"
 ip netns del hostA

@@ -1,0 +1,26 @@
+# A process that lies (issue 13): selftests/hostile/ring_fuzz.c writes nonsense into the
+# rings siw_rs maps into it (SQEs, RQEs, CQEs, the CQ control word; elements changed after
+# the doorbell), sends real traffic into it between two of its QPs (connected by modify_qp on
+# one device), and calls verbs with out-of-range arguments, for 1500 seeded rounds. The
+# kernel may answer with errnos and error completions only (the suite checks its log after
+# every test); meanwhile an rping of another process on host B's device must be unaffected,
+# every byte verified, and rmmod must complete afterwards. SEED=N repeats a run.
+. "$ROOT/selftests/lib/common.sh"
+cleanup() { pkill -x ring_fuzz; pkill -x rping; two_hosts_down; }
+two_hosts siw_rs siw_rs
+g=$(wait_gid_index "$DEV_A" 192.168.77.1)
+gcc -O1 -g -Wall -Werror -o /tmp/ring_fuzz "$ROOT/selftests/hostile/ring_fuzz.c" -libverbs
+seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+log "ring_fuzz seed $seed (SEED=$seed repeats it)"
+on_a timeout 600 /tmp/ring_fuzz -d "$DEV_A" -g "$g" -s "$seed" -n 1500 >/tmp/ring-fuzz.out 2>&1 &
+fuzz=$!
+# Another process's traffic, over the other device and the same veth, meanwhile.
+rping_sizes 20 4096
+wait $fuzz || fail "ring_fuzz (seed $seed): $(tail -n 20 /tmp/ring-fuzz.out)"
+out=$(cat /tmp/ring-fuzz.out)
+has '^ring_fuzz: .*ring faults 0; done$' "$out" || fail "ring_fuzz (seed $seed): $(tail -n 20 <<<"$out")"
+has '^ring_fuzz: teardown done$' "$out" || fail "ring_fuzz teardown (seed $seed): $(tail -n 5 <<<"$out")"
+grep -E '^(round [0-9]*500|ring_fuzz)' <<<"$out" | sed 's/^/# /'
+two_hosts_down
+has '^siw_rs ' "$(lsmod)" && fail "siw_rs still loaded after the fuzzing"
+true
