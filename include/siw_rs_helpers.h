@@ -91,7 +91,9 @@ void siw_rs_sk_set_callbacks(struct sock *sk, const struct siw_rs_sk_callbacks *
 int siw_rs_sk_err(const struct sock *sk);
 int siw_rs_sk_state(const struct sock *sk);
 void siw_rs_sk_set_bound_dev_if(struct sock *sk, int ifindex);
-void siw_rs_sk_hold_net(struct sock *sk);
+bool siw_rs_sk_hold_net(struct sock *sk);
+bool siw_rs_maybe_get_net(struct net *net);
+void siw_rs_put_net(struct net *net);
 
 /* The layout check: entry @i of include/siw_rs_layout.h, measured in C; ~0UL past the end. */
 unsigned long siw_rs_layout(unsigned int i);

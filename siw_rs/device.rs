@@ -104,6 +104,9 @@ pub(crate) struct SiwDev {
     raw_gid: [u8; ETH_ALEN],
     /// The port's GID table and the listeners of connections made by `modify_qp`.
     pub(crate) gids: Arc<Gids>,
+    /// The netdev's identity ([`NetDev::id`]), to find the device from its netdev even while
+    /// the device is being unregistered.
+    netdev: usize,
     /// `vendor_part_id`.
     part_id: u32,
     /// Object counts, against the device limits.
@@ -152,6 +155,7 @@ impl Link for Siw {
         let data = SiwDev {
             raw_gid,
             gids: Gids::new(mac_gid(&raw_gid), netdev, tables.clone())?,
+            netdev: netdev.id(),
             part_id: NEXT_PART_ID.fetch_add(1, Ordering::Relaxed),
             counts: Arc::new(Counts::default(), GFP_KERNEL)?,
             tables,
@@ -179,6 +183,20 @@ impl Link for Siw {
 
 impl netdev::Notifier for Siw {
     fn event(event: Event, dev: &NetDev) {
+        if event == Event::Unregister {
+            // The listeners go now, under RTNL: a netdev leaving a namespace that is being
+            // torn down takes the namespace's TCP with it right after. Found in the module's
+            // own list, as the device may be in its own unregistration already (`rdma link
+            // delete`), where the core no longer finds it by netdev.
+            let id = dev.id();
+            let gids = Device::<Siw>::find_ours(|d| {
+                let data: &SiwDev = d.data();
+                (data.netdev == id).then(|| data.gids.clone())
+            });
+            if let Some(g) = gids {
+                g.shutdown();
+            }
+        }
         if event == Event::Other {
             return;
         }
@@ -190,14 +208,7 @@ impl netdev::Notifier for Siw {
             return;
         }
         match event {
-            Event::Unregister => {
-                // The listeners go now, under RTNL: a netdev leaving a namespace that is
-                // being torn down takes the namespace's TCP with it right after.
-                if let Some(dev) = sdev.as_driver::<Siw>() {
-                    dev.data().gids.shutdown();
-                }
-                sdev.unregister_queued();
-            }
+            Event::Unregister => sdev.unregister_queued(),
             Event::ChangeAddr => sdev.dispatch_lid_change(),
             Event::Other => {}
         }

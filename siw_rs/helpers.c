@@ -394,11 +394,29 @@ int siw_rs_sk_state(const struct sock *sk)
 }
 
 /* Makes @sk hold a reference on its namespace, if it does not (a socket accepted from a
- * kernel listener). */
-void siw_rs_sk_hold_net(struct sock *sk)
+ * kernel listener); false if the namespace is already going away. */
+bool siw_rs_sk_hold_net(struct sock *sk)
 {
-	if (!sk->sk_net_refcnt)
-		sk_net_refcnt_upgrade(sk);
+	struct net *net = sock_net(sk);
+
+	if (sk->sk_net_refcnt)
+		return true;
+	if (!maybe_get_net(net))
+		return false;
+	sk_net_refcnt_upgrade(sk);
+	put_net(net);
+	return true;
+}
+
+/* A reference on @net, unless it is already going away (maybe_get_net). */
+bool siw_rs_maybe_get_net(struct net *net)
+{
+	return maybe_get_net(net) != NULL;
+}
+
+void siw_rs_put_net(struct net *net)
+{
+	put_net(net);
 }
 
 void siw_rs_sk_set_bound_dev_if(struct sock *sk, int ifindex)

@@ -79,6 +79,11 @@ impl NetDev {
         }
     }
 
+    /// The device's identity (its address), to recognise it later without keeping it.
+    pub(crate) fn id(&self) -> usize {
+        self.as_ptr() as usize
+    }
+
     /// The current MTU.
     pub(crate) fn mtu(&self) -> u32 {
         // SAFETY: By the type invariant the device is alive; the helper reads `mtu` with

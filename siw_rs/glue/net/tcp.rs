@@ -285,18 +285,29 @@ impl Socket {
     /// the socket holds a reference on its namespace.
     pub(crate) fn new_tcp_in(netdev: &NetDev, family: Family, v6only: bool) -> Result<Self> {
         let mut raw = core::ptr::null_mut();
-        // SAFETY: `raw` is a valid out pointer; the namespace is the live netdev's, and the
-        // socket takes its own reference on it (`kern` = 0, as `sock_create` does).
-        to_result(unsafe {
+        // SAFETY: The live netdev's namespace, whose memory stays while the netdev is in it.
+        let net = unsafe { bindings::siw_rs_dev_net(netdev.as_ptr()) };
+        // The namespace may be going away already (its netdevs leave it late in that): no
+        // new socket there then. The reference taken here keeps it for the creation.
+        // SAFETY: As above.
+        if !unsafe { bindings::siw_rs_maybe_get_net(net) } {
+            return Err(ENETDOWN);
+        }
+        // SAFETY: `raw` is a valid out pointer; `net` is held, and the socket takes its own
+        // reference on it (`kern` = 0, as `sock_create` does).
+        let r = to_result(unsafe {
             bindings::__sock_create(
-                bindings::siw_rs_dev_net(netdev.as_ptr()),
+                net,
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
                 bindings::IPPROTO_TCP as c_int,
                 &mut raw,
                 0,
             )
-        })?;
+        });
+        // SAFETY: The reference taken above.
+        unsafe { bindings::siw_rs_put_net(net) };
+        r?;
         // SAFETY: Just created, ours.
         unsafe { Self::set_up(raw, family, v6only) }
     }
@@ -437,11 +448,26 @@ impl Socket {
     /// tell).
     pub(crate) fn addrs(&self) -> (SockAddr, SockAddr) {
         let (mut local, mut peer) = (SockAddr::none(), SockAddr::none());
-        // SAFETY: A live socket; each call writes at most a `sockaddr_storage`, and leaves it
-        // as it was on failure (all zeroes, no address).
-        unsafe {
-            bindings::kernel_getsockname(self.as_ptr(), core::ptr::from_mut(&mut local.0).cast());
-            bindings::kernel_getpeername(self.as_ptr(), core::ptr::from_mut(&mut peer.0).cast());
+        // SAFETY: A live socket; each call writes at most a `sockaddr_storage`.
+        let (l, p) = unsafe {
+            (
+                bindings::kernel_getsockname(
+                    self.as_ptr(),
+                    core::ptr::from_mut(&mut local.0).cast(),
+                ),
+                bindings::kernel_getpeername(
+                    self.as_ptr(),
+                    core::ptr::from_mut(&mut peer.0).cast(),
+                ),
+            )
+        };
+        // A failed call may still have written the family (an unconnected socket's peer is
+        // then 0.0.0.0:0): no address at all instead.
+        if l < 0 {
+            local = SockAddr::none();
+        }
+        if p < 0 {
+            peer = SockAddr::none();
         }
         (local, peer)
     }
@@ -458,9 +484,13 @@ impl Socket {
         let new = unsafe { Self::from_raw(raw) }?;
         let (lsk, nsk) = (self.sk(), new.sk());
         // A connection holds its namespace, as every siw_rs connection socket does, even when
-        // its listener is one of the kernel's own (`new_kernel_tcp_in`), which does not.
-        // SAFETY: `nsk` is live and ours; its listener keeps the namespace alive meanwhile.
-        unsafe { bindings::siw_rs_sk_hold_net(nsk) };
+        // its listener is one of the kernel's own (`new_kernel_tcp_in`), which does not; the
+        // namespace may be on its way out already (its listeners close only when its netdevs
+        // go): then the connection is dropped.
+        // SAFETY: `nsk` is live and ours; its namespace's memory stays while the socket does.
+        if !unsafe { bindings::siw_rs_sk_hold_net(nsk) } {
+            return Err(ENETDOWN);
+        }
         // The new socket is a clone of the listener, our callbacks and `sk_user_data`
         // included. Give it the listener's original callbacks and no owner, until an
         // `attach` makes it a connection's.

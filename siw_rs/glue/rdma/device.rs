@@ -442,6 +442,31 @@ impl<T: Driver> Device<T> {
         Ok((speed, width))
     }
 
+    /// The first of this module's devices of driver `T` that `f` picks something from, in
+    /// whatever state of registration or unregistration (unlike [`DeviceRef::find_by_netdev`],
+    /// which cannot find a device whose unregistration has begun). `f` runs under the
+    /// module's device list lock: it must be quick and take no lock that is held around
+    /// device registration or release.
+    pub(crate) fn find_ours<R>(f: impl Fn(&Self) -> Option<R>) -> Option<R> {
+        let list = DEVICES.lock();
+        let ours = Adapter::<T>::dealloc_driver as unsafe extern "C" fn(_) as usize;
+        for d in list.devices.iter() {
+            let raw = d.0.as_ptr();
+            // SAFETY: A recorded device is alive (the list holds a reference) and its ops are
+            // set before it is recorded.
+            let dealloc = unsafe { (*raw).ops.dealloc_driver };
+            if dealloc.map(|f| f as usize) != Some(ours) {
+                continue;
+            }
+            // SAFETY: `T` made the device, so it is the `ib` of a `Device<T>`; its data lives
+            // until `dealloc_driver`, which takes it off this list, under this lock, first.
+            if let Some(r) = f(unsafe { Self::from_raw(raw) }) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
     /// Creates, registers and records a device named `name`.
     ///
     /// Fails with `EEXIST` if `info.netdev` already carries a device of `T::DRIVER_ID`, this
