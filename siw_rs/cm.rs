@@ -52,7 +52,8 @@ enum Phase {
     AwaitRequest,
     /// The request went to the connection manager; waiting for accept or reject.
     Requested,
-    /// A connection made by `modify_qp`: the TCP handshake runs.
+    /// The TCP handshake runs (an initiator: `iw_connect`, or a connection made by
+    /// `modify_qp`).
     Connecting,
     /// A connection made by `modify_qp`: waiting to try again (the socket is a fresh,
     /// unconnected one).
@@ -127,6 +128,9 @@ struct Inner {
     deadline: Option<Instant<Monotonic>>,
     /// The initiator's side of a connection made by `modify_qp`.
     av: Option<AvEp>,
+    /// A responder holds its first FPDU until the initiator's first message is in, or until
+    /// this instant (see [`RESPONDER_HOLD_MS`]).
+    tx_hold: Option<Instant<Monotonic>>,
 }
 
 /// A connection endpoint (listener or connection).
@@ -142,7 +146,8 @@ pub(crate) struct Ep {
     /// The MPA exchange's deadline.
     #[pin]
     timeout: DelayedWork<Ep, 1>,
-    /// A connection made by `modify_qp`: the next try of the initiator.
+    /// The next try of an initiator of a connection made by `modify_qp`, or the end of a
+    /// responder's hold on its first FPDU.
     #[pin]
     backoff: DelayedWork<Ep, 2>,
     #[pin]
@@ -169,6 +174,10 @@ impl WorkItem<2> for Ep {
         let mut g = this.inner.lock();
         if g.phase == Phase::Backoff && g.av.is_some() {
             this.av_try(&mut g);
+        } else if g.tx_hold.take().is_some() {
+            // A responder's hold is over: send what waits.
+            drop(g);
+            this.kick();
         }
     }
 }
@@ -187,6 +196,14 @@ const REPLY_RETRY_MS: u32 = 100;
 /// a request without telling us (its listener is going away), so waiting must end; an
 /// initiator has given up by then anyway (the C siw and siw_rs wait 10 s for the reply).
 const ACCEPT_TIMEOUT_MS: u32 = 10000;
+/// How long a responder (`iw_accept`, no peer-to-peer RTR) holds its first FPDU when the
+/// initiator has sent none yet. RFC 5044 section 7.1.2 rule 4 has the responder receive an
+/// FPDU before it sends any, so that the initiator's receiver is in Full Operation first;
+/// the C siw as initiator enforces it (an FPDU that arrives with the MPA reply fails its
+/// connect, `-EPROTO` in `siw_recv_mpa_rr()`). Taken strictly, the rule deadlocks every ULP
+/// whose server speaks first (the C siw as responder does not follow it either), so the
+/// hold ends after this long: time for the initiator to take the reply.
+const RESPONDER_HOLD_MS: u32 = 50;
 /// A connection made by `modify_qp`: how long one TCP handshake, and one MPA reply, may take
 /// before the initiator tries again (the QP's own deadline bounds the whole).
 const AV_TRY_TIMEOUT_MS: u32 = 2000;
@@ -239,6 +256,7 @@ impl WorkItem<1> for Ep {
         if let Some(cm) = g.reply_owed.take() {
             this.owe_reply(&mut g, cm);
         }
+
         let waiting = matches!(
             g.phase,
             Phase::AwaitRequest
@@ -367,6 +385,7 @@ impl Ep {
                     reply_owed: None,
                     deadline: None,
                     av: None,
+                    tx_hold: None,
                 }, name, class),
             }),
             GFP_KERNEL,
@@ -561,6 +580,9 @@ impl Ep {
     /// hears why (`ECONNREFUSED` and `ECONNRESET` become REJECTED, `ETIMEDOUT` UNREACHABLE).
     fn connect_failed(self: &Arc<Self>, g: &mut Inner, e: Error) {
         pr_debug!("siw_rs: connect failed: {:?}\n", e);
+        // A reset is not the peer's ULP refusing: iWARP reserves ECONNREFUSED for an MPA
+        // reject (`rdma_is_consumer_reject()`), as cxgb4 and irdma report a reset.
+        let e = if e == ECONNREFUSED { ECONNRESET } else { e };
         self.report_reply(g, &EventData::failed(e));
         self.close_locked(g, How::Error);
     }
@@ -833,7 +855,13 @@ impl Ep {
                 None if r.is_err() => how = Some(How::Error),
                 None => {}
             }
-            if how.is_none() {
+            if let Some(until) = g.tx_hold {
+                let heard = st.link.as_ref().is_some_and(|l| l.rx.messages > 0);
+                if heard || (until - Instant::now()).as_millis_ceil() <= 0 {
+                    g.tx_hold = None;
+                }
+            }
+            if how.is_none() && g.tx_hold.is_none() {
                 match tx::run(&qp, &mut st, sock) {
                     Ok(tx::Ran::Idle) => {}
                     Ok(tx::Ran::Yield) => again = true,
@@ -989,8 +1017,9 @@ impl Ep {
         self.arm_backoff(wait);
     }
 
-    /// Runs [`Ep::av_try`] from the workqueue in `ms` (where binding a privileged port is
-    /// allowed, whoever called `modify_qp`).
+    /// Runs the second timer in `ms`: [`Ep::av_try`] from the workqueue (where binding a
+    /// privileged port is allowed, whoever called `modify_qp`), or the end of a responder's
+    /// hold.
     fn arm_backoff(self: &Arc<Self>, ms: u32) {
         if let Some(q) = work::queue() {
             work::timer_armed();
@@ -1269,6 +1298,10 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         if st.ep.is_some() {
             return Err(EBUSY);
         }
+        // Moved to ERROR meanwhile (being destroyed): nothing to connect.
+        if st.state == State::Error {
+            return Err(EINVAL);
+        }
         st.ep = Some(ep.clone());
     }
     g.qp = Some(qp);
@@ -1354,6 +1387,8 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnPa
         return Err(ECONNRESET);
     }
     if !await_rtr {
+        g.tx_hold = Some(Instant::now() + Delta::from_millis(i64::from(RESPONDER_HOLD_MS)));
+        ep.arm_backoff(RESPONDER_HOLD_MS);
         notify(&cm, CmEvent::Established);
     }
     g.cm = Some(cm);
