@@ -109,6 +109,17 @@ struct Sent {
     private_data: KVec<u8>,
 }
 
+impl Sent {
+    /// The request as a frame.
+    fn frame(&self) -> MpaFrame<'_> {
+        MpaFrame {
+            header: self.header,
+            ird_ord: self.ird_ord,
+            private_data: &self.private_data,
+        }
+    }
+}
+
 struct Inner {
     phase: Phase,
     sock: Option<Socket>,
@@ -560,11 +571,7 @@ impl Ep {
             }
         }
         let sent = g.sent.as_ref().map(|s| {
-            let f = MpaFrame {
-                header: s.header,
-                ird_ord: s.ird_ord,
-                private_data: &s.private_data,
-            };
+            let f = s.frame();
             send_frame(g.sock.as_ref(), &f)
         });
         if sent != Some(true) {
@@ -723,11 +730,7 @@ impl Ep {
             self.close_locked(g, How::Error);
             return false;
         };
-        let req = MpaFrame {
-            header: sent.header,
-            ird_ord: sent.ird_ord,
-            private_data: &sent.private_data,
-        };
+        let req = sent.frame();
         let r = negotiate_initiator(&g.policy, &req, &reply);
         // Negotiation refuses more than the connection manager can carry.
         let mut pd = [0u8; PD_MAX_ULP];
@@ -752,11 +755,7 @@ impl Ep {
                 return false;
             }
         };
-        let params = LinkParams {
-            crc: agreed.crc,
-            ird: agreed.ird,
-            ord: agreed.ord,
-        };
+        let params = LinkParams::of(&agreed);
         let ok = match g.qp.as_ref() {
             Some(qp) => {
                 let mut st = qp.lock();
@@ -1100,20 +1099,12 @@ impl Ep {
                 return false;
             }
         }
-        let req = MpaFrame {
-            header: sent.header,
-            ird_ord: sent.ird_ord,
-            private_data: &sent.private_data,
-        };
+        let req = sent.frame();
         let Ok(agreed) = negotiate_initiator(&g.policy, &req, &reply) else {
             self.close_locked(g, How::Error);
             return false;
         };
-        let params = LinkParams {
-            crc: agreed.crc,
-            ird: agreed.ird,
-            ord: agreed.ord,
-        };
+        let params = LinkParams::of(&agreed);
         let ok = g.qp.as_ref().is_some_and(|qp| {
             let mut st = qp.lock();
             qp.av_waits_on(&st, self) && qp.av_connected(&mut st, self.clone(), params).is_ok()
@@ -1169,11 +1160,7 @@ impl Ep {
                         .ok()
                         .and_then(|f| negotiate_responder(&p, &f).ok())
                         .ok_or(gidconn::Refusal::Busy)?;
-                    let params = LinkParams {
-                        crc: acc.agreed.crc,
-                        ird: acc.agreed.ird,
-                        ord: acc.agreed.ord,
-                    };
+                    let params = LinkParams::of(&acc.agreed);
                     qp.av_connected(&mut st, self.clone(), params)
                         .map_err(|_| gidconn::Refusal::Busy)?;
                     Ok(acc)
@@ -1362,11 +1349,7 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnPa
         ep.close_locked(&mut g, How::Error);
         return Err(EINVAL);
     }
-    let params = LinkParams {
-        crc: acc.agreed.crc,
-        ird: acc.agreed.ird,
-        ord: acc.agreed.ord,
-    };
+    let params = LinkParams::of(&acc.agreed);
     {
         let mut st = qp.lock();
         if st.ep.is_some() || qp.connected(&mut st, ep.clone(), params).is_err() {

@@ -150,6 +150,17 @@ pub(crate) struct LinkParams {
     pub(crate) ord: u16,
 }
 
+impl LinkParams {
+    /// The parameters an MPA negotiation agreed on.
+    pub(crate) fn of(a: &crate::proto::mpa::Agreed) -> Self {
+        Self {
+            crc: a.crc,
+            ird: a.ird,
+            ord: a.ord,
+        }
+    }
+}
+
 /// The data path state of a connected QP.
 pub(crate) struct Link {
     pub(crate) params: LinkParams,
