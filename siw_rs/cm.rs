@@ -228,6 +228,15 @@ fn av_port() -> u16 {
     u16::try_from(crate::module_parameters::gid_connect_port.value()).unwrap_or(0)
 }
 
+/// The liveness bound of every connection's socket (module parameter `peer_timeout_ms`,
+/// kept to 1 s .. 1 h; 0: none): see [`Socket::set_liveness`].
+fn peer_timeout_ms() -> u32 {
+    match crate::module_parameters::peer_timeout_ms.value() {
+        0 => 0,
+        ms => ms.clamp(1000, 3_600_000),
+    }
+}
+
 /// Whether connections made by `modify_qp` are on (`gid_connect_port` is not 0).
 pub(crate) fn av_enabled() -> bool {
     av_port() != 0
@@ -499,6 +508,7 @@ impl Ep {
     }
 
     fn new_child(tables: Arc<Tables>, s: Socket, listener: Arc<Ep>) -> Result<Arc<Self>> {
+        s.set_liveness(peer_timeout_ms());
         Ep::new(
             tables,
             listener.kind,
@@ -972,6 +982,7 @@ impl Ep {
         };
         // Callbacks first: the handshake may end before `connect` returns.
         sock.attach(self.clone());
+        sock.set_liveness(peer_timeout_ms());
         let r = bind_reserved(sock, &av.from).and_then(|()| sock.connect_nonblock(&av.to));
         if let Err(e) = r {
             pr_debug!("siw_rs: av connect: {:?}\n", e);
@@ -1301,11 +1312,10 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     // Callbacks first: the handshake's end (its state change) kicks the endpoint, which
     // then sends the MPA request (`cm_connected_tcp`).
     ep.attach(&g);
-    let r = g
-        .sock
-        .as_ref()
-        .ok_or(ENOTCONN)
-        .and_then(|s| s.connect_nonblock(&raddr));
+    let r = g.sock.as_ref().ok_or(ENOTCONN).and_then(|s| {
+        s.set_liveness(peer_timeout_ms());
+        s.connect_nonblock(&raddr)
+    });
     if let Err(e) = r {
         // Failed at once (no route, say): the caller hears it, and the QP stays as it was,
         // as after the C siw's failed connect.

@@ -88,6 +88,10 @@ module! {
             default: 10000,
             description: "How long a connection made by modify_qp may take to come up before its QP moves to ERROR with a fatal event (100 to 600000 ms)",
         },
+        peer_timeout_ms: u32 {
+            default: 60000,
+            description: "How long a connection's peer may leave data unacknowledged, or its receive window closed, before the connection fails and its QP moves to ERROR (TCP_USER_TIMEOUT); an idle connection is probed with TCP keepalives after half that, so a peer that vanished is found too. 1000 to 3600000 ms; 0: TCP's defaults (no keepalives; a peer that stops reading holds the connection for ever, as with the C siw)",
+        },
         max_fpdu: u32 {
             default: 0,
             description: "Largest FPDU payload in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384",

@@ -437,6 +437,30 @@ impl Socket {
         }
     }
 
+    /// Gives up on the peer (the connection fails with `ETIMEDOUT`) once data sent to it
+    /// stays unacknowledged, or its receive window stays closed, for `ms`
+    /// (`TCP_USER_TIMEOUT`), and probes the connection with keepalives after `ms / 2` of
+    /// silence, every `ms / 6`, so that a peer that vanished while nothing was being sent
+    /// is found as well. `0` leaves TCP's defaults (no keepalives, retransmissions for
+    /// about 15 minutes, zero-window probes for ever). May sleep (takes the socket's lock).
+    pub(crate) fn set_liveness(&self, ms: u32) {
+        if ms == 0 {
+            return;
+        }
+        let secs = |div: u32| c_int::try_from((ms / div / 1000).clamp(1, 32767)).unwrap_or(1);
+        let ms = c_int::try_from(ms).unwrap_or(c_int::MAX);
+        // SAFETY: A live TCP socket, in process context; each call takes the socket's lock
+        // itself. The values are in the ranges the calls accept (1 to 32767 s for the
+        // keepalive times, a positive count and timeout), so none can fail.
+        unsafe {
+            bindings::sock_set_keepalive(self.sk());
+            bindings::tcp_sock_set_keepidle(self.sk(), secs(2));
+            bindings::tcp_sock_set_keepintvl(self.sk(), secs(6));
+            bindings::tcp_sock_set_keepcnt(self.sk(), 3);
+            bindings::tcp_sock_set_user_timeout(self.sk(), ms);
+        }
+    }
+
     /// Lets the socket bind to an address the host does not have (yet): an IPv6 address
     /// still in duplicate address detection (`IP_FREEBIND`). Before `bind`.
     pub(crate) fn set_freebind(&self) {
