@@ -10,6 +10,8 @@
 #   make kdir          print the test kernel's build directory
 #   make demo          build, boot a VM, show siw_rs moving data
 #   make check         host tests + VM selftests; last line: "N passed, N failed"
+#   make fuzz-vm       the hostile peer's long run on the KASAN kernel (FUZZ_FRAMES, default
+#                      1000000; SEED repeats a run; KASAN=0: on the test kernel)
 #   make bench         perftest over siw_rs and the C siw in one VM (-icount), with ratios
 #   make CLIPPY=1      build with clippy
 #   make fmt           rustfmt the driver (the kernel's settings)
@@ -29,7 +31,7 @@ KMAKE := $(MAKE) -C $(KDIR) M=$(ROOT)/siw_rs LLVM=$(LLVM) RUSTC=/usr/bin/rustc \
 	RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library \
 	$(if $(CLIPPY),CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver)
 
-.PHONY: all modules kernel kdir clean check host-test selftest demo bench fmt
+.PHONY: all modules kernel kdir clean check host-test selftest demo bench fmt fuzz-vm
 
 all: modules
 
@@ -50,6 +52,9 @@ clean:
 
 check:
 	@bash tools/check
+
+fuzz-vm:
+	@bash tools/fuzz-vm
 
 host-test:
 	cargo test

@@ -27,7 +27,7 @@ for t in "${tests[@]}"; do
 	n=$((n + 1))
 	name=$(basename "$t" .sh)
 	before=$(dmesg | wc -l)
-	out=$(cd /tmp && timeout 600 bash "$t" 2>&1)
+	out=$(cd /tmp && timeout "${SIW_RS_TEST_TIMEOUT:-600}" bash "$t" 2>&1)
 	rc=$?
 	klog=$(dmesg | tail -n +"$((before + 1))")
 	bad=$(grep -E "$bad_re" <<<"$klog")
@@ -47,6 +47,8 @@ for t in "${tests[@]}"; do
 	rm -f /tmp/siw_rs-known-report
 	if [ $rc = 0 ] && [ -z "$bad" ]; then
 		echo "ok $n - $name"
+		# A passing test's own "# " lines, when asked for (make fuzz-vm: its figures).
+		if [ -n "${SIW_RS_VERBOSE:-}" ]; then grep '^# ' <<<"$out" | sed 's/^/#   /' || true; fi
 	else
 		echo "not ok $n - $name (exit $rc)"
 		sed 's/^/#   /' <<<"$out" | tail -n 40

@@ -7,6 +7,7 @@
 #   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
 #   hostile_peer.py stag-probe --addr A --port P --port2 Q
 #   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
+#   hostile_peer.py stall --addr A [--port P] [--hold S]
 #
 # mpa-reply: listen on A:P, take one connection, read the initiator's MPA request (RFC 5044
 # section 7.1) and answer with a reply frame carrying N bytes of private data (after the
@@ -35,10 +36,16 @@
 # source port S if given, and send an MPA request whose private data asks for QP N in
 # siw_rs's layout (siw_rs/proto/src/gidconn.rs), or 16 bytes of garbage; print the answer as
 # mpa-request does, with the refusal's reason code when it carries one.
+# stall: a peer that stops reading. Towards selftests/hostile/fuzz_target.c (port 7180):
+# with a 4 KiB receive buffer, it completes the MPA exchange, asks for the whole of the
+# target's MR with as many Read Requests as the target's IRD allows, prints "stalled" and
+# then reads nothing for S seconds (default 30), so the target's TCP sends into a closed
+# window. It prints "held" and closes (with a reset).
 import argparse
 import socket
 import struct
 import sys
+import time
 
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
@@ -288,6 +295,33 @@ def stag_probe(args):
     return r
 
 
+def stall(args):
+    conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    conn.settimeout(20)
+    conn.connect((args.addr, args.port))
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    body = struct.pack(">HH", 8, 8)
+    conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
+    hdr = recv_exact(conn, 20)
+    bits, pd_len = struct.unpack(">HH", hdr[16:20])
+    pd = recv_exact(conn, pd_len)
+    if hdr[:16] != KEY_REP or bits & F_REJECT or pd_len < 32:
+        print(f"unexpected MPA reply bits={bits:#06x} pd_len={pd_len}", flush=True)
+        return 1
+    ird = struct.unpack(">H", pd[:2])[0] & 0x3FFF
+    addr, rkey, mrlen = struct.unpack(">QII", pd[4:20])
+    for i in range(max(1, min(ird, 8))):
+        rr = struct.pack(">IQIIQ", 0x5100 + i, 0, mrlen, rkey, addr)
+        conn.sendall(untagged(OP_READ_REQ, 1, 1 + i, 0, rr))
+    print(f"stalled with {max(1, min(ird, 8))} Read Requests of {mrlen} bytes", flush=True)
+    time.sleep(args.hold)
+    print("held", flush=True)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -322,7 +356,13 @@ def main():
     g.add_argument("--src-port", type=int, default=0)
     g.add_argument("--garbage", action="store_true")
     g.add_argument("--timeout", type=float, default=20.0)
+    st = sub.add_parser("stall")
+    st.add_argument("--addr", required=True)
+    st.add_argument("--port", type=int, default=7180)
+    st.add_argument("--hold", type=float, default=30.0)
     args = ap.parse_args()
+    if args.cmd == "stall":
+        return stall(args)
     if args.cmd == "gid-request":
         return gid_request(args)
     if args.cmd == "stag-probe":
