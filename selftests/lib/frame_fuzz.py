@@ -72,10 +72,6 @@ def crc32c(data):
     return c ^ 0xFFFFFFFF
 
 
-class Closed(Exception):
-    pass
-
-
 class Conn:
     """One MPA connection: framing (CRC as negotiated), the peer's advert, our MR copy."""
 
@@ -123,6 +119,11 @@ class Conn:
             if len(u) >= 2:
                 frames.append((u[0], u[1], u))
         return frames, closed
+
+
+def reset(sock):
+    """Makes the socket's close send a reset (SO_LINGER with a zero timeout)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def hdr_untagged(op, qn, msn, mo, last=True, ctl_extra=0, rdmap_ver=1, ddp_ver=1, inv=0):
@@ -469,7 +470,7 @@ class Fuzz:
                 self.send(c, b"".join(frames), len(frames))
                 self.answer(c, fatal, name)
             elif rng.random() < 0.5:
-                c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                reset(c.s)
         except (BrokenPipeError, ConnectionResetError):
             self.closes += 1
         finally:
@@ -507,7 +508,7 @@ class Fuzz:
             self.frames += 1
             if kind == "cut-short-rst":
                 time.sleep(rng.random() * 0.2)
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                reset(s)
                 return
             if kind == "cut-short":
                 time.sleep(rng.random() * 0.2)
@@ -556,7 +557,7 @@ class Fuzz:
                 socks.append(s)
             time.sleep(rng.random() * 0.3)
             for s in socks:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                reset(s)
                 s.close()
             return
         c = self.mpa(2, False, 4, 4, 0)
@@ -569,7 +570,7 @@ class Fuzz:
                 for i in range(c.ird):
                     self.read_req(c, 0, c.mrlen)
                 time.sleep(0.5 + rng.random())
-                c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                reset(c.s)
                 return
             if not self.valid_run(c, rng.randrange(0, 20)):
                 return
@@ -579,7 +580,7 @@ class Fuzz:
             else:
                 f = c.fpdu(hdr_tagged(OP_WRITE, c.rkey, c.addr) + rng.randbytes(1000))
                 self.send(c, f[: rng.randrange(1, len(f))])
-                c.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                reset(c.s)
         except (BrokenPipeError, ConnectionResetError):
             self.closes += 1
         finally:
