@@ -10,7 +10,7 @@
 #   make kdir          print the test kernel's build directory
 #   make demo          build, boot a VM, show siw_rs moving data
 #   make check         host tests + VM selftests; last line: "N passed, N failed"
-#   make fuzz-vm       the hostile peer's long run on the KASAN kernel (FUZZ_FRAMES, default
+#   make fuzz-vm       the hostile peer's long runs on the KASAN kernel (FUZZ_FRAMES, default
 #                      1000000; SEED repeats a run; KASAN=0: on the test kernel)
 #   make bench         perftest over siw_rs and the C siw in one VM (-icount), with ratios
 #   make CLIPPY=1      build with clippy

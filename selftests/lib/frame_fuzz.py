@@ -3,8 +3,12 @@
 #
 #   frame_fuzz.py --addr A [--port P] --seed S --frames N [--quiet]
 #
-# The listener is selftests/hostile/fuzz_target.c, whose accept private data names a live
-# MR (its bytes known), an STag deregistered before the accept, and its posted receives.
+# The listener is selftests/hostile/fuzz_target.c (user space) or kfuzz/kfuzz_target.c (a
+# kernel consumer), whose accept private data names a live MR (its bytes known), a dead
+# STag (deregistered, or invalidated by the kernel target), its posted receives, and, from
+# the kernel target, flags: 1, a Send "ready" follows the reply (the peer waits for it) and
+# the MR is a fast-registration one, which a Send with Invalidate may invalidate; 2, the
+# receives are never reposted.
 # Connection after connection until N frames were sent, each with a random.Random seeded
 # from S and the connection's number (so a seed repeats a run), the peer plays one of:
 #
@@ -29,7 +33,10 @@
 # conn: attacks on the connection: half-open (FIN after some traffic: the listener must
 #   close), RST in the middle of an FPDU, a zero window (a tiny receive buffer, Read
 #   Requests for the whole MR, nothing read for a while, then RST), a flood of connection
-#   attempts (up to 40 at once, some with a request, all reset).
+#   attempts (up to 40 at once, some with a request, all reset), and more Read Requests
+#   than the IRD the listener announced, behind a zero window (so that they are all
+#   outstanding at once): a Terminate must come once the window opens (this one also
+#   every 50th connection, so that every run has it).
 #
 # Prints a summary line:
 #   frame_fuzz: seed S frames F connections C terminates T closes X failures E elapsed Ts
@@ -75,11 +82,13 @@ def crc32c(data):
 class Conn:
     """One MPA connection: framing (CRC as negotiated), the peer's advert, our MR copy."""
 
-    def __init__(self, sock, crc, ird, adv):
+    def __init__(self, sock, crc, ird, adv, flags):
         self.s = sock
         self.crc = crc
         self.ird = ird
         self.addr, self.rkey, self.mrlen, self.dead, self.rsize, self.rcount = adv
+        self.invalidatable = bool(flags & 1)  # the MR, by a Send with Invalidate
+        self.no_repost = bool(flags & 2)
         self.mr = bytearray(MR_PATTERN[: self.mrlen])
         self.msn = {0: 1, 1: 1}  # next MSN of queue 0 (Sends) and 1 (Read Requests)
         self.sends = 0
@@ -215,8 +224,33 @@ class Fuzz:
             s.close()
             return None
         adv = struct.unpack(">QIIIII", pd[:28])
+        flags = struct.unpack(">I", pd[28:32])[0] if len(pd) >= 32 else 0
         # RFC 5044: the CRC is in use when either end asks for it.
-        return Conn(s, crc or bool(rbits & F_CRC), max(1, min(peer_ird, ird if rev == 2 else 1)), adv)
+        c = Conn(s, crc or bool(rbits & F_CRC), max(1, min(peer_ird, ird if rev == 2 else 1)),
+                 adv, flags)
+        c.peer_ird = peer_ird
+        if flags & 1 and not self.ready(c):
+            s.close()
+            return None
+        return c
+
+    def ready(self, c):
+        """The kernel target's Send "ready": its MRs are registered (and the dead one
+        invalidated); nothing else may come before it."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            frames, closed = c.recv_frames(1.0)
+            for i, (ctl, rctl, u) in enumerate(frames):
+                op = rctl & 0x0F
+                if i > 0 or ctl & DDP_TAGGED or op not in (OP_SEND, OP_SEND_SE) or u[18:] != b"ready":
+                    self.fail(f"expected the Send 'ready', got ctl={ctl:#04x} op={op} {u[18:34].hex()}")
+                    return False
+                return True
+            if closed:
+                self.fail("the listener closed before its Send 'ready'")
+                return False
+        self.fail("no Send 'ready' within 10 s")
+        return False
 
     # Valid traffic.
     def write(self, c):
@@ -407,12 +441,13 @@ class Fuzz:
                 hdr_tagged(OP_READ_RESP, rng.randrange(2**32), rng.randrange(2**64)) + payload)),
             ("terminate", True, lambda: c.fpdu(hdr_untagged(OP_TERMINATE, 2, 1, 0) + rng.randbytes(
                 rng.choice((0, 4, 28, rng.randrange(0, 80)))))),
-            ("sends-beyond-posted", False, lambda: list(
+            ("sends-beyond-posted", c.no_repost, lambda: list(
                 c.fpdu(hdr_untagged(OP_SEND, 0, c.msn[0] + i, 0) + payload)
                 for i in range(c.rcount + 8))),
             ("send-invalidate", True, lambda: c.fpdu(hdr_untagged(
                 OP_SEND_INV + rng.choice((0, 2)), 0, c.msn[0], 0,
-                inv=rng.choice((c.rkey, bad_stag, c.dead))) + payload)),
+                inv=rng.choice((bad_stag,) if c.invalidatable else (c.rkey, bad_stag, c.dead)))
+                + payload)),
             ("segment-then-other", False, lambda: [c.fpdu(
                 hdr_untagged(OP_SEND, 0, c.msn[0], 0, last=False) + payload), c.fpdu(
                 hdr_untagged(OP_SEND, 0, c.msn[0] + 1, 0) + payload)]),
@@ -423,6 +458,17 @@ class Fuzz:
             ("length-beyond-stream", False, lambda: c.fpdu(
                 hdr_tagged(OP_WRITE, c.rkey, wto) + payload, rng.randrange(200, 65536))),
         ]
+        if c.invalidatable:
+            # A fast-registration MR of this stream's PD may be invalidated by the peer
+            # (RFC 5040 section 5.3), the dead one again too; a Write to it after that
+            # must be refused.
+            h += [
+                ("send-invalidate-dead", False, lambda: c.fpdu(hdr_untagged(
+                    OP_SEND_INV, 0, c.msn[0], 0, inv=c.dead) + payload)),
+                ("send-invalidate-then-write", True, lambda: [c.fpdu(hdr_untagged(
+                    OP_SEND_INV + rng.choice((0, 2)), 0, c.msn[0], 0, inv=c.rkey) + payload),
+                    c.fpdu(hdr_tagged(OP_WRITE, c.rkey, wto) + payload)]),
+            ]
         return h[rng.randrange(len(h))]
 
     def flipped(self, c):
@@ -540,9 +586,9 @@ class Fuzz:
         finally:
             s.close()
 
-    def run_conn(self):
+    def run_conn(self, kind=None):
         rng = self.rng
-        kind = rng.choice(("half-open", "rst-mid-fpdu", "zero-window", "flood"))
+        kind = kind or rng.choice(("half-open", "rst-mid-fpdu", "zero-window", "flood", "ird-overflow"))
         self.count(f"conn-{kind}")
         if kind == "flood":
             socks = []
@@ -565,6 +611,9 @@ class Fuzz:
             self.fail("fuzz_target refused a valid MPA request")
             return
         try:
+            if kind == "ird-overflow":
+                self.ird_overflow(c)
+                return
             if kind == "zero-window":
                 c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 for i in range(c.ird):
@@ -586,6 +635,33 @@ class Fuzz:
         finally:
             c.s.close()
 
+    def ird_overflow(self, c):
+        """More Read Requests for the whole MR than the IRD the listener announced, all
+        at once behind a zero window, so that they are all outstanding: once the window
+        opens, a Terminate must come (the Read Responses before it are not checked)."""
+        c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        n = c.peer_ird + self.rng.randrange(2, 6)
+        out = b""
+        for i in range(n):
+            sink = 0x5100 + i
+            c.reads.append([sink, 0, 0, c.mrlen, 0])
+            out += c.fpdu(hdr_untagged(OP_READ_REQ, 1, c.msn[1], 0) +
+                          struct.pack(">IQIIQ", sink, 0, c.mrlen, c.rkey, c.addr))
+            c.msn[1] += 1
+        self.trace(f"ird-overflow: {n} Read Requests of {c.mrlen}, IRD {c.peer_ird}")
+        self.send(c, out, n)
+        time.sleep(0.5)
+        c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            frames, closed = c.recv_frames(0.5)
+            if not self.take_frames(c, frames, False):
+                return
+            if closed:
+                self.fail(f"{n} Read Requests beyond the IRD {c.peer_ird}: closed without a Terminate")
+                return
+        self.fail(f"{n} Read Requests beyond the IRD {c.peer_ird}: no Terminate in 10 s")
+
     def run(self):
         t0 = time.monotonic()
         k = 0
@@ -595,7 +671,9 @@ class Fuzz:
                 self.rng = random.Random(self.a.seed * 1000003 + k)
                 x = self.rng.random()
                 try:
-                    if x < 0.85:
+                    if k % 50 == 25:
+                        self.run_conn("ird-overflow")  # in every run, however short
+                    elif x < 0.85:
                         self.run_fpdu()
                     elif x < 0.93:
                         self.run_mpa()

@@ -1,0 +1,60 @@
+# The hostile peer against a kernel consumer (issue 13): selftests/lib/frame_fuzz.py fuzzes
+# selftests/hostile/kfuzz/kfuzz_target.ko, which takes every connection as kernel ULPs do
+# (kernel QP and CQ, completions in softirq, receives through the PD's local DMA lkey, a
+# 64 KiB MR made by fast registration, a second one registered and invalidated with
+# LOCAL_INV before any traffic; its Send "ready" tells the peer the MRs are in place).
+# Besides what 09 sends, the peer invalidates the live MR with a Send with Invalidate and
+# must then be refused a Write to it, invalidates the dead one again (allowed), and, as the
+# target never reposts its receives, every Send beyond them must be Terminated; more Read
+# Requests than the announced IRD behind a zero window must be Terminated too. FUZZ_FRAMES
+# frames (default 40000), seeded (SEED=N repeats a run). Afterwards: every connection the
+# target took was released (none open), no verbs call failed where it must not, an rping
+# on the device, rmmod of the target and of siw_rs, unreclaimable slab back; the suite
+# checks the kernel log and kmemleak.
+. "$ROOT/selftests/lib/common.sh"
+KF=$ROOT/selftests/hostile/kfuzz/kfuzz_target.ko
+P=/sys/module/kfuzz_target/parameters
+cleanup() { pkill -f frame_fuzz.py; pkill -x rping; rmmod kfuzz_target 2>/dev/null; two_hosts_down; }
+unreclaimable_kb() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
+counters() {
+	local c out=
+	for c in requests established ended open recvs invalidated error_wcs failures; do
+		out+="$c $(cat $P/$c) "
+	done
+	echo "$out"
+}
+[ -f "$KF" ] || fail "kfuzz_target.ko not built (selftests/run builds it)"
+two_hosts siw_rs siw_rs
+seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+frames=${FUZZ_FRAMES:-40000}
+log "frame_fuzz seed $seed, $frames frames against kfuzz_target (SEED=$seed repeats it)"
+slab0=$(unreclaimable_kb)
+on_b insmod "$KF" addr=192.168.77.2 || fail "insmod kfuzz_target"
+listening_b 7181
+start=$(date +%s)
+rc=0
+on_a python3 "$ROOT/selftests/lib/frame_fuzz.py" --addr 192.168.77.2 --port 7181 \
+	--seed "$seed" --frames "$frames" >/tmp/kframe-fuzz.out 2>&1 || rc=$?
+took=$(( $(date +%s) - start ))
+out=$(grep -v '^#' /tmp/kframe-fuzz.out || true)
+log "$(head -n 30 <<<"$out")"
+[ $rc = 0 ] || fail "frame_fuzz (seed $seed) failed: $(grep -E '^(FAIL|Traceback|  File|[A-Za-z]*Error)' /tmp/kframe-fuzz.out | head -n 10)"
+has '^frame_fuzz: .* failures 0 ' "$out" || fail "frame_fuzz (seed $seed) printed no summary"
+has 'send-invalidate-then-write=' "$out" || fail "the run never invalidated the live MR"
+has 'conn-ird-overflow=' "$out" || fail "the run never overflowed the IRD"
+# Every connection ended: the last ones' DISCONNECTED events may still be on their way.
+for _ in $(seq 30); do [ "$(cat $P/open)" = 0 ] && break; sleep 1; done
+log "kfuzz_target: $(counters)($took s)"
+[ "$(cat $P/open)" = 0 ] || fail "connections the peer had closed were still open at the target: $(counters)"
+[ "$(cat $P/failures)" = 0 ] || fail "verbs calls failed in kfuzz_target: $(dmesg | grep kfuzz_target | tail -n 10)"
+[ "$(cat $P/requests)" -gt 0 ] && [ "$(cat $P/established)" -gt 0 ] ||
+	fail "kfuzz_target took no connection: $(counters)"
+rping_sizes 10 4096
+rmmod kfuzz_target || fail "rmmod kfuzz_target"
+two_hosts_down
+has '^siw_rs ' "$(lsmod)" && fail "siw_rs still loaded after the fuzzing"
+echo 3 >/proc/sys/vm/drop_caches
+slab1=$(unreclaimable_kb)
+log "unreclaimable slab: $slab0 kB before, $slab1 kB after siw_rs unloaded"
+[ $(( slab1 - slab0 )) -lt 16384 ] || fail "unreclaimable slab grew by $(( slab1 - slab0 )) kB"
+true
