@@ -230,7 +230,7 @@ fn av_port() -> u16 {
 
 /// The liveness bound of every connection's socket (module parameter `peer_timeout_ms`,
 /// kept to 1 s .. 1 h; 0: none): see [`Socket::set_liveness`].
-fn peer_timeout_ms() -> u32 {
+pub(crate) fn peer_timeout_ms() -> u32 {
     match crate::module_parameters::peer_timeout_ms.value() {
         0 => 0,
         ms => ms.clamp(1000, 3_600_000),
@@ -923,7 +923,7 @@ impl Ep {
                 }
             }
             drop(st);
-            qp.av_timer_cancel();
+            qp.timers_cancel();
         }
         if let Some(sock) = g.sock.take() {
             sock.detach(&**self);

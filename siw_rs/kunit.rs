@@ -2,7 +2,7 @@
 
 //! KUnit tests of the driver logic that exists only in the kernel build (the protocol core
 //! has its host tests): ring indexing and posting, object limits, the completion mapping,
-//! fast registration's STag states and page lists.
+//! fast registration's STag states and page lists, the Read watchdog's verdict.
 //! They run when the module loads on a kernel with KUnit; `selftests/device` checks their
 //! results.
 //!
@@ -258,6 +258,42 @@ mod fastreg {
         drop(t.remove_mr(stag >> 8));
         assert!(!held.is_valid());
         assert!(t.mr(key3).is_none());
+        Ok(())
+    }
+}
+
+#[kunit_tests(siw_rs_watchdog)]
+mod watchdog {
+    use crate::qp::ReadWatch;
+    use kernel::prelude::*;
+
+    #[test]
+    fn a_read_unanswered_for_a_whole_period_is_a_stall() -> Result {
+        let mut w = ReadWatch::default();
+        // Connected, no Read yet; then a Read goes out: not yet a whole period.
+        assert!(!w.look(0, false));
+        assert!(!w.look(0, true));
+        // Outstanding at two looks, nothing received: stalled.
+        assert!(w.look(0, true));
+        Ok(())
+    }
+
+    #[test]
+    fn any_byte_or_no_read_outstanding_is_not_a_stall() -> Result {
+        let mut w = ReadWatch::default();
+        assert!(!w.look(100, true));
+        // Bytes came in (a long Read Response, or anything else): alive.
+        assert!(!w.look(101, true));
+        // No Read outstanding now, however quiet.
+        assert!(!w.look(101, false));
+        assert!(!w.look(101, false));
+        // A new Read after a quiet period needs its own whole period.
+        assert!(!w.look(101, true));
+        assert!(w.look(101, true));
+        // The byte counter wraps: a change is a change.
+        let mut w = ReadWatch::default();
+        assert!(!w.look(u64::MAX, true));
+        assert!(!w.look(0, true));
         Ok(())
     }
 }

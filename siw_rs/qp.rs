@@ -166,6 +166,28 @@ pub(crate) struct Link {
     pub(crate) params: LinkParams,
     pub(crate) rx: RxState,
     pub(crate) tx: TxState,
+    /// What the Read watchdog saw at its last look.
+    watch: ReadWatch,
+}
+
+/// The Read watchdog's last look at a connection (see [`QpCore::read_watchdog`]).
+#[derive(Default)]
+pub(crate) struct ReadWatch {
+    /// Bytes received by then.
+    bytes: u64,
+    /// Our Read Requests were outstanding then.
+    reads: bool,
+}
+
+impl ReadWatch {
+    /// The next look: `bytes` received so far, Read Requests outstanding (`reads`) or not.
+    /// True if Reads were outstanding at the last look and still are, with nothing
+    /// received in between: the peer left them unanswered for a whole period.
+    pub(crate) fn look(&mut self, bytes: u64, reads: bool) -> bool {
+        let stalled = reads && self.reads && bytes == self.bytes;
+        *self = Self { bytes, reads };
+        stalled
+    }
 }
 
 /// The mutable QP state.
@@ -268,6 +290,9 @@ pub(crate) struct QpCore {
     /// Ends a connection made by `modify_qp` that did not come up in time.
     #[pin]
     av_timer: DelayedWork<QpCore, 1>,
+    /// Ends a connection whose peer leaves our RDMA Reads unanswered.
+    #[pin]
+    watchdog: DelayedWork<QpCore, 2>,
 }
 
 /// The producer indices (free-running) of a kernel QP's send and receive queues, and the
@@ -287,6 +312,7 @@ impl_has_work! {
 
 impl_has_delayed_work! {
     impl HasDelayedWork<Self, 1> for QpCore { self.av_timer }
+    impl HasDelayedWork<Self, 2> for QpCore { self.watchdog }
 }
 
 impl WorkItem<1> for QpCore {
@@ -295,6 +321,15 @@ impl WorkItem<1> for QpCore {
     fn run(this: Arc<QpCore>) {
         workqueue::timer_done();
         this.av_expired();
+    }
+}
+
+impl WorkItem<2> for QpCore {
+    type Pointer = Arc<QpCore>;
+
+    fn run(this: Arc<QpCore>) {
+        workqueue::timer_done();
+        this.read_watchdog();
     }
 }
 
@@ -546,6 +581,7 @@ impl SiwQp {
                 state_now: AtomicU8::new(state_code(State::Idle)),
                 work <- new_work!("QpCore::work"),
                 av_timer <- new_delayed_work!("QpCore::av_timer"),
+                watchdog <- new_delayed_work!("QpCore::watchdog"),
             }),
             GFP_KERNEL,
         )?;
@@ -789,7 +825,7 @@ impl SiwQp {
             },
         );
         drop(self.tables.remove_qp(self.core.qpn));
-        self.core.av_timer_cancel();
+        self.core.timers_cancel();
         self.core.cm_put();
         self.core.released.wait_for_completion();
         let mut st = self.core.st.lock();
@@ -971,6 +1007,65 @@ impl QpCore {
         workqueue::cancel_delayed::<_, 1>(self);
     }
 
+    /// Cancels both timers: the connection ended, or the QP goes.
+    pub(crate) fn timers_cancel(self: &Arc<Self>) {
+        workqueue::cancel_delayed::<_, 1>(self);
+        workqueue::cancel_delayed::<_, 2>(self);
+    }
+
+    /// Arms the Read watchdog's next look, `peer_timeout_ms` from now (none when 0).
+    fn arm_watchdog(self: &Arc<Self>) {
+        let ms = cm::peer_timeout_ms();
+        if ms == 0 {
+            return;
+        }
+        if let Some(q) = workqueue::queue() {
+            workqueue::timer_armed();
+            if q.enqueue_delayed::<_, 2>(self.clone(), msecs_to_jiffies(ms))
+                .is_err()
+            {
+                workqueue::timer_done();
+            }
+        }
+    }
+
+    /// The Read watchdog: a peer that keeps its TCP end alive (so neither
+    /// `TCP_USER_TIMEOUT` nor keepalives end the connection) but leaves our RDMA Read
+    /// Requests unanswered would hold them, and the work queued behind them, for ever. A
+    /// Read Request outstanding at two looks `peer_timeout_ms` apart with not one byte
+    /// received in between has had no answer for that long: the QP goes to ERROR (flushing
+    /// both queues, the Read first) with a fatal event, and the connection closes.
+    fn read_watchdog(self: &Arc<Self>) {
+        let ep = {
+            let mut st = self.st.lock();
+            let qpn = self.qpn;
+            let Some(link) = st.link.as_mut() else {
+                return;
+            };
+            let bytes = link.rx.bytes();
+            let reads = !link.tx.orq.is_empty();
+            if !link.watch.look(bytes, reads) {
+                drop(st);
+                self.arm_watchdog();
+                return;
+            }
+            pr_info!(
+                "siw_rs: QP {}: RDMA Read unanswered for {} ms, with the connection alive: ending it\n",
+                qpn,
+                cm::peer_timeout_ms()
+            );
+            self.set_state(&mut st, State::Error);
+            self.drop_link(&mut st);
+            self.flush_rq(&mut st);
+            self.flush_sq(&mut st);
+            st.fatal_event();
+            st.ep.take()
+        };
+        if let Some(ep) = ep {
+            ep.close_from_qp();
+        }
+    }
+
     /// The deadline passed: a connection made by `modify_qp` still not up moves the QP to
     /// ERROR (flushing both queues) with a fatal event.
     fn av_expired(self: &Arc<Self>) {
@@ -1060,7 +1155,12 @@ impl QpCore {
 
     /// The connection is up: RTS with `params` (a connection made by `modify_qp` keeps the
     /// state the QP is in, RTR or RTS).
-    pub(crate) fn connected(&self, st: &mut QpState, ep: Arc<Ep>, params: LinkParams) -> Result {
+    pub(crate) fn connected(
+        self: &Arc<Self>,
+        st: &mut QpState,
+        ep: Arc<Ep>,
+        params: LinkParams,
+    ) -> Result {
         let next = match (st.state, st.av.is_some()) {
             (State::Idle | State::Rtr, false) => State::Rts,
             (s @ (State::Rtr | State::Rts), true) => s,
@@ -1071,12 +1171,14 @@ impl QpCore {
                 params,
                 rx: RxState::new(params)?,
                 tx: TxState::new(params.ird, params.ord)?,
+                watch: ReadWatch::default(),
             },
             GFP_KERNEL,
         )?;
         st.link = Some(link);
         st.ep = Some(ep);
         self.set_state(st, next);
+        self.arm_watchdog();
         Ok(())
     }
 

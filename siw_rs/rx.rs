@@ -49,6 +49,8 @@ pub(crate) struct RxState {
     /// Complete messages received (saturating); a peer-to-peer responder waits for one,
     /// the RTR.
     pub(crate) messages: u32,
+    /// Bytes taken from the socket (wrapping): the Read watchdog's sign of life.
+    bytes: u64,
     /// Receiving stopped for good (a Terminate is due or came in): nothing after the
     /// error is placed or completed.
     stopped: bool,
@@ -77,8 +79,14 @@ impl RxState {
             send: None,
             tagged: None,
             messages: 0,
+            bytes: 0,
             stopped: false,
         })
+    }
+
+    /// Bytes taken from the socket so far (wrapping).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// The receive being placed, if any, as (id, status so far): the connection is going
@@ -137,8 +145,9 @@ fn read_err(e: AccessError) -> TermError {
 /// Once it has stopped, nothing more is consumed, by this pass or a later one.
 pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
     let (n, stop) = feed_until_stop(qp, st, buf);
-    if stop.is_some() {
-        if let Some(link) = st.link.as_mut() {
+    if let Some(link) = st.link.as_mut() {
+        link.rx.bytes = link.rx.bytes.wrapping_add(n as u64);
+        if stop.is_some() {
             link.rx.stopped = true;
         }
     }

@@ -5,6 +5,7 @@
 #   hostile_peer.py mpa-request --addr A --port P --pd-len N [--rev 1|2]
 #   hostile_peer.py rping-read --addr A --port P --size S --answer N
 #   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
+#   hostile_peer.py rping-read --addr A --port P --size S --silent T
 #   hostile_peer.py stag-probe --addr A --port P --port2 Q
 #   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
 #   hostile_peer.py stall --addr A [--port P] [--hold S]
@@ -26,7 +27,10 @@
 # With --bad-read-first it first sends a Read Request naming an STag that does not exist,
 # in a segment of its own, and the advert right after it in the next: the server must
 # Terminate and take nothing after the error (issue 13, defect 7), so rping never sees
-# the advert.
+# the advert. With --silent it never answers the Read Request but keeps its TCP end alive
+# (reading all that comes, so its kernel acks everything, keepalives too) and prints
+# "closed after X s" when the server ends the connection (X counted from the Read
+# Request), or "still open after T s".
 #
 # stag-probe: an rping server for two rping clients (one on port P, then one on Q), each
 # its own process, so its own PD. It reads each client's advert (its buffer's address and
@@ -239,6 +243,22 @@ def rping_read(args):
         return 1
     sink_stag, sink_to, size, src_stag, src_to = struct.unpack(">IQIIQ", f["payload"][:28])
     print(f"read request: size={size} src_stag={src_stag:#x} src_to={src_to:#x}", flush=True)
+    if args.silent:
+        t0 = time.monotonic()
+        conn.settimeout(1.0)
+        while time.monotonic() - t0 < args.silent:
+            try:
+                if not conn.recv(65536):
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+        else:
+            print(f"still open after {args.silent:.0f} s", flush=True)
+            return 0
+        print(f"closed after {time.monotonic() - t0:.1f} s", flush=True)
+        return 0
     data = bytes((i * 3 + 7) & 0xFF for i in range(args.answer))
     conn.sendall(tagged(OP_READ_RESP, sink_stag, sink_to, data))
     print(f"sent read response: {args.answer} of {size} bytes, last", flush=True)
@@ -345,6 +365,7 @@ def main():
     d.add_argument("--size", type=int, default=64)
     d.add_argument("--answer", type=int, default=0)
     d.add_argument("--bad-read-first", action="store_true")
+    d.add_argument("--silent", type=float, default=0.0)
     t = sub.add_parser("stag-probe")
     t.add_argument("--addr", required=True)
     t.add_argument("--port", type=int, default=7174)
