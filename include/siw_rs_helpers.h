@@ -77,6 +77,7 @@ void siw_rs_read_unlock_bh(rwlock_t *lock);
 void siw_rs_write_lock_bh(rwlock_t *lock);
 void siw_rs_write_unlock_bh(rwlock_t *lock);
 unsigned int siw_rs_tcp_mss(struct sock *sk);
+u32 siw_rs_tcp_unacked(const struct sock *sk);
 /* struct sock fields (bindgen gets its layout wrong). */
 struct siw_rs_sk_callbacks {
 	void (*data_ready)(struct sock *sk);

@@ -798,6 +798,16 @@ impl Ep {
         true
     }
 
+    /// Everything sent on this connection has been acknowledged by the peer's TCP: the
+    /// Read watchdog's proof that our Read Requests reached the peer.
+    pub(crate) fn all_acked(&self) -> bool {
+        self.inner
+            .lock()
+            .sock
+            .as_ref()
+            .is_some_and(|s| s.unacked() == 0)
+    }
+
     /// Responder in peer-to-peer mode: once the initiator's RTR message is in (any
     /// complete message, as the C siw checks), the connection is established.
     fn check_rtr(self: &Arc<Self>, g: &mut Inner) {

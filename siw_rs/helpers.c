@@ -350,6 +350,14 @@ unsigned int siw_rs_tcp_mss(struct sock *sk)
 	return tcp_sk(sk)->mss_cache;
 }
 
+/* Bytes written but not acknowledged by the peer yet (SIOCOUTQ, read as tcp_ioctl does). */
+u32 siw_rs_tcp_unacked(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	return READ_ONCE(tp->write_seq) - READ_ONCE(tp->snd_una);
+}
+
 /*
  * Fields of struct sock, whose layout bindgen does not reproduce (it comes out 64 bytes
  * short before sk_callback_lock), so Rust never touches the struct directly.

@@ -268,32 +268,35 @@ mod watchdog {
     use kernel::prelude::*;
 
     #[test]
-    fn a_read_unanswered_for_a_whole_period_is_a_stall() -> Result {
+    fn an_acknowledged_read_unanswered_for_a_whole_period_is_a_stall() -> Result {
         let mut w = ReadWatch::default();
-        // Connected, no Read yet; then a Read goes out: not yet a whole period.
-        assert!(!w.look(0, false));
-        assert!(!w.look(0, true));
-        // Outstanding at two looks, nothing received: stalled.
-        assert!(w.look(0, true));
+        // Connected, no Read yet; then a Read goes out, acknowledged: not a whole period.
+        assert!(!w.look(0, false, true));
+        assert!(!w.look(0, true, true));
+        // Still outstanding at the next look, nothing received: stalled.
+        assert!(w.look(0, true, true));
         Ok(())
     }
 
     #[test]
-    fn any_byte_or_no_read_outstanding_is_not_a_stall() -> Result {
+    fn any_byte_no_read_or_a_read_not_yet_acknowledged_is_not_a_stall() -> Result {
         let mut w = ReadWatch::default();
-        assert!(!w.look(100, true));
+        assert!(!w.look(100, true, true));
         // Bytes came in (a long Read Response, or anything else): alive.
-        assert!(!w.look(101, true));
+        assert!(!w.look(101, true, true));
         // No Read outstanding now, however quiet.
-        assert!(!w.look(101, false));
-        assert!(!w.look(101, false));
-        // A new Read after a quiet period needs its own whole period.
-        assert!(!w.look(101, true));
-        assert!(w.look(101, true));
+        assert!(!w.look(101, false, true));
+        assert!(!w.look(101, false, true));
+        // A Read still queued behind unacknowledged bytes (a slow peer) is not stalled,
+        // however long; once acknowledged it has a whole period from then.
+        assert!(!w.look(101, true, false));
+        assert!(!w.look(101, true, false));
+        assert!(!w.look(101, true, true));
+        assert!(w.look(101, true, true));
         // The byte counter wraps: a change is a change.
         let mut w = ReadWatch::default();
-        assert!(!w.look(u64::MAX, true));
-        assert!(!w.look(0, true));
+        assert!(!w.look(u64::MAX, true, true));
+        assert!(!w.look(0, true, true));
         Ok(())
     }
 }

@@ -177,15 +177,24 @@ pub(crate) struct ReadWatch {
     bytes: u64,
     /// Our Read Requests were outstanding then.
     reads: bool,
+    /// All we had sent was acknowledged then (so the peer had those Read Requests).
+    acked: bool,
 }
 
 impl ReadWatch {
-    /// The next look: `bytes` received so far, Read Requests outstanding (`reads`) or not.
-    /// True if Reads were outstanding at the last look and still are, with nothing
-    /// received in between: the peer left them unanswered for a whole period.
-    pub(crate) fn look(&mut self, bytes: u64, reads: bool) -> bool {
-        let stalled = reads && self.reads && bytes == self.bytes;
-        *self = Self { bytes, reads };
+    /// The next look: `bytes` received so far, Read Requests outstanding (`reads`) or not,
+    /// everything sent acknowledged (`acked`) or not. True if, at the last look, Reads were
+    /// outstanding and the peer had acknowledged them, and they still are outstanding with
+    /// nothing received since: the peer left them unanswered for a whole period. (A Read
+    /// Request still in our socket's queue, behind a long Write to a slow peer, is not the
+    /// peer's fault.)
+    pub(crate) fn look(&mut self, bytes: u64, reads: bool, acked: bool) -> bool {
+        let stalled = reads && self.reads && self.acked && bytes == self.bytes;
+        *self = Self {
+            bytes,
+            reads,
+            acked,
+        };
         stalled
     }
 }
@@ -1032,10 +1041,14 @@ impl QpCore {
     /// The Read watchdog: a peer that keeps its TCP end alive (so neither
     /// `TCP_USER_TIMEOUT` nor keepalives end the connection) but leaves our RDMA Read
     /// Requests unanswered would hold them, and the work queued behind them, for ever. A
-    /// Read Request outstanding at two looks `peer_timeout_ms` apart with not one byte
-    /// received in between has had no answer for that long: the QP goes to ERROR (flushing
-    /// both queues, the Read first) with a fatal event, and the connection closes.
+    /// Read Request outstanding, and acknowledged by the peer's TCP, at one look, and still
+    /// outstanding at the next, `peer_timeout_ms` later, with not one byte received in
+    /// between, has had no answer for that long: the QP goes to ERROR (flushing both
+    /// queues, the Read first) with a fatal event, and the connection closes.
     fn read_watchdog(self: &Arc<Self>) {
+        // The socket is the endpoint's, whose lock comes before the state lock.
+        let ep = self.st.lock().ep.clone();
+        let acked = ep.is_some_and(|e| e.all_acked());
         let ep = {
             let mut st = self.st.lock();
             let qpn = self.qpn;
@@ -1044,8 +1057,9 @@ impl QpCore {
             };
             let bytes = link.rx.bytes();
             let reads = !link.tx.orq.is_empty();
-            if !link.watch.look(bytes, reads) {
-                drop(st);
+            if !link.watch.look(bytes, reads, acked) {
+                // Armed under the state lock: a close or destroy (which drops the link
+                // under it, then cancels) cannot slip in between and miss this timer.
                 self.arm_watchdog();
                 return;
             }
@@ -1077,7 +1091,7 @@ impl QpCore {
             // The timer of an earlier attempt, not cancelled in time: wait for this one's.
             let left = (a.deadline - Instant::now()).as_millis_ceil();
             if left > 0 {
-                drop(st);
+                // Under the state lock, as in `read_watchdog`.
                 self.arm_av_timer(u32::try_from(left).unwrap_or(u32::MAX));
                 return;
             }

@@ -90,7 +90,7 @@ module! {
         },
         peer_timeout_ms: u32 {
             default: 60000,
-            description: "How long a connection's peer may leave data unacknowledged, or its receive window closed, before the connection fails and its QP moves to ERROR (TCP_USER_TIMEOUT); an idle connection is probed with TCP keepalives after half that, so a peer that vanished is found too; and a connection whose peer leaves an RDMA Read unanswered, sending nothing, for between one and two of these periods is ended the same way. 1000 to 3600000 ms; 0: TCP's defaults and no Read watchdog (a peer that stops reading or answering holds the connection for ever, as with the C siw)",
+            description: "How long a connection's peer may leave data unacknowledged, or its receive window closed, before the connection fails and its QP moves to ERROR (TCP_USER_TIMEOUT); an idle connection is probed with TCP keepalives after half that, so a peer that vanished is found too; and a connection whose peer leaves an RDMA Read unanswered (acknowledged by its TCP, so received), sending nothing, for between one and two of these periods is ended the same way. 1000 to 3600000 ms; 0: TCP's defaults and no Read watchdog (a peer that stops reading or answering holds the connection for ever, as with the C siw)",
         },
         max_fpdu: u32 {
             default: 0,

@@ -718,6 +718,13 @@ impl Socket {
         unsafe { bindings::siw_rs_tcp_mss(self.sk()) }
     }
 
+    /// Bytes written but not acknowledged by the peer yet (`SIOCOUTQ`).
+    pub(crate) fn unacked(&self) -> u32 {
+        // SAFETY: A live TCP socket; the helper reads the two sequence numbers once each
+        // (`READ_ONCE`), as `tcp_ioctl()` does without the socket lock.
+        unsafe { bindings::siw_rs_tcp_unacked(self.sk()) }
+    }
+
     /// Shuts both directions down (the peer sees FIN).
     pub(crate) fn shutdown(&self) {
         // SAFETY: A live socket.
