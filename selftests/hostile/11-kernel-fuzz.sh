@@ -3,8 +3,9 @@
 # (kernel QP and CQ, completions in softirq, receives through the PD's local DMA lkey, a
 # 64 KiB MR made by fast registration, a second one registered and invalidated with
 # LOCAL_INV before any traffic; its Send "ready" tells the peer the MRs are in place).
-# Besides what 09 sends, the peer invalidates the live MR with a Send with Invalidate and
-# must then be refused a Write to it, invalidates the dead one again (allowed), and, as the
+# Besides what 09 sends, the peer invalidates the live MR with a Send with Invalidate (the
+# target must count each as an invalidating receive) and must then be refused a Write to
+# it (Terminate or close), invalidates the dead one again (allowed), and, as the
 # target never reposts its receives, every Send beyond them must be Terminated; more Read
 # Requests than the announced IRD behind a zero window must be Terminated too. FUZZ_FRAMES
 # frames (default 40000), seeded (SEED=N repeats a run). Afterwards: every connection the
@@ -49,6 +50,14 @@ log "kfuzz_target: $(counters)($took s)"
 [ "$(cat $P/failures)" = 0 ] || fail "verbs calls failed in kfuzz_target: $(dmesg | grep kfuzz_target | tail -n 10)"
 [ "$(cat $P/requests)" -gt 0 ] && [ "$(cat $P/established)" -gt 0 ] ||
 	fail "kfuzz_target took no connection: $(counters)"
+# Each Send with Invalidate of the live MR (then a Write to it, which must be refused) or of
+# the dead one had a receive free: each must have completed as an invalidation. (Bit
+# flips may add one; nothing may take one away.)
+class_count() { local n; n=$(grep -o "$1=[0-9]*" <<<"$out" | cut -d= -f2) || true; echo "${n:-0}"; }
+want=$(( $(class_count send-invalidate-then-write) + $(class_count send-invalidate-dead) ))
+log "$want Sends with Invalidate of this PD's MRs sent, $(cat $P/invalidated) received as such"
+[ "$(cat $P/invalidated)" -ge "$want" ] ||
+	fail "$want Sends with Invalidate of the target's MRs, but only $(cat $P/invalidated) receives invalidated"
 rping_sizes 10 4096
 rmmod kfuzz_target || fail "rmmod kfuzz_target"
 two_hosts_down

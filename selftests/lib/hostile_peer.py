@@ -6,6 +6,7 @@
 #   hostile_peer.py rping-read --addr A --port P --size S --answer N
 #   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
 #   hostile_peer.py rping-read --addr A --port P --size S --silent T
+#   hostile_peer.py rping-read --addr A --port P --size S --answer N --delay D
 #   hostile_peer.py stag-probe --addr A --port P --port2 Q
 #   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
 #   hostile_peer.py stall --addr A [--port P] [--hold S]
@@ -30,7 +31,7 @@
 # the advert. With --silent it never answers the Read Request but keeps its TCP end alive
 # (reading all that comes, so its kernel acks everything, keepalives too) and prints
 # "closed after X s" when the server ends the connection (X counted from the Read
-# Request), or "still open after T s".
+# Request), or "still open after T s". With --delay it answers only after D seconds.
 #
 # stag-probe: an rping server for two rping clients (one on port P, then one on Q), each
 # its own process, so its own PD. It reads each client's advert (its buffer's address and
@@ -260,6 +261,7 @@ def rping_read(args):
         print(f"closed after {time.monotonic() - t0:.1f} s", flush=True)
         return 0
     data = bytes((i * 3 + 7) & 0xFF for i in range(args.answer))
+    time.sleep(args.delay)
     conn.sendall(tagged(OP_READ_RESP, sink_stag, sink_to, data))
     print(f"sent read response: {args.answer} of {size} bytes, last", flush=True)
     return collect(conn)
@@ -366,6 +368,7 @@ def main():
     d.add_argument("--answer", type=int, default=0)
     d.add_argument("--bad-read-first", action="store_true")
     d.add_argument("--silent", type=float, default=0.0)
+    d.add_argument("--delay", type=float, default=0.0)
     t = sub.add_parser("stag-probe")
     t.add_argument("--addr", required=True)
     t.add_argument("--port", type=int, default=7174)

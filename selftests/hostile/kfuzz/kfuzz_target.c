@@ -85,6 +85,9 @@ struct kconn {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_mr *mr, *dead;
+	/* The MRs' pages, DMA-mapped while the MRs are. */
+	struct scatterlist mr_sg, dead_sg;
+	bool mr_mapped, dead_mapped;
 	u8 *buf, *rbuf, *msg;
 	u64 rbuf_dma, msg_dma;
 	struct ib_cqe recv_cqe, send_cqe;
@@ -143,17 +146,17 @@ static void send_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic_long_inc(&error_wcs);
 }
 
-/* Maps len bytes at buf onto mr; 0 or an errno. */
-static int map(struct kconn *c, struct ib_mr *mr, u8 *buf, size_t len)
+/* DMA-maps len bytes at buf (sg, until release) and maps them onto mr; 0 or an errno. */
+static int map(struct kconn *c, struct ib_mr *mr, struct scatterlist *sg, bool *mapped,
+	       u8 *buf, size_t len)
 {
-	struct scatterlist sg;
 	int n;
 
-	sg_init_one(&sg, buf, len);
-	if (ib_dma_map_sg(c->id->device, &sg, 1, DMA_BIDIRECTIONAL) != 1)
+	sg_init_one(sg, buf, len);
+	if (ib_dma_map_sg(c->id->device, sg, 1, DMA_BIDIRECTIONAL) != 1)
 		return -EIO;
-	n = ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
-	ib_dma_unmap_sg(c->id->device, &sg, 1, DMA_BIDIRECTIONAL);
+	*mapped = true;
+	n = ib_map_mr_sg(mr, sg, 1, NULL, PAGE_SIZE);
 	if (n != 1)
 		return n < 0 ? n : -EIO;
 	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
@@ -175,6 +178,10 @@ static void release_res(struct kconn *c)
 		ib_dereg_mr(c->mr);
 	if (!IS_ERR_OR_NULL(c->dead))
 		ib_dereg_mr(c->dead);
+	if (c->mr_mapped)
+		ib_dma_unmap_sg(dev, &c->mr_sg, 1, DMA_BIDIRECTIONAL);
+	if (c->dead_mapped)
+		ib_dma_unmap_sg(dev, &c->dead_sg, 1, DMA_BIDIRECTIONAL);
 	if (c->rbuf_dma)
 		ib_dma_unmap_single(dev, c->rbuf_dma, RECV_SIZE * RECV_COUNT, DMA_FROM_DEVICE);
 	if (c->msg_dma)
@@ -261,9 +268,9 @@ static int take(struct rdma_cm_id *id)
 	c->dead = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
 	rv = IS_ERR(c->mr) ? PTR_ERR(c->mr) : IS_ERR(c->dead) ? PTR_ERR(c->dead) : 0;
 	if (!rv)
-		rv = map(c, c->mr, c->buf, MR_LEN);
+		rv = map(c, c->mr, &c->mr_sg, &c->mr_mapped, c->buf, MR_LEN);
 	if (!rv)
-		rv = map(c, c->dead, c->msg, PAGE_SIZE);
+		rv = map(c, c->dead, &c->dead_sg, &c->dead_mapped, c->msg, PAGE_SIZE);
 	if (rv)
 		goto out;
 	c->rbuf_dma = ib_dma_map_single(id->device, c->rbuf, RECV_SIZE * RECV_COUNT,
@@ -342,19 +349,23 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct kconn *c = id->context;
 
-	if (id == k.listen) {
+	if (!c && ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		/* The listener. The device waits for every cm_id on it: on its removal
+		 * rdma_cm destroys the listener for us, unless module exit took it first. */
+		int ours = 0;
+
 		if (ev->event != RDMA_CM_EVENT_DEVICE_REMOVAL)
 			return 0;
-		/* The device waits for every cm_id on it: rdma_cm destroys this one. */
 		mutex_lock(&k.lock);
-		k.listen = NULL;
+		if (k.listen == id) {
+			k.listen = NULL;
+			ours = 1;
+		}
 		mutex_unlock(&k.lock);
-		return 1;
+		return ours;
 	}
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return take(id);
-	if (!c)
-		return 0;
 	mutex_lock(&k.lock);
 	if (c->ending) {
 		mutex_unlock(&k.lock);
