@@ -1068,16 +1068,22 @@ impl QpCore {
                 qpn,
                 cm::peer_timeout_ms()
             );
-            self.set_state(&mut st, State::Error);
-            self.drop_link(&mut st);
-            self.flush_rq(&mut st);
-            self.flush_sq(&mut st);
-            st.fatal_event();
-            st.ep.take()
+            self.give_up(&mut st)
         };
         if let Some(ep) = ep {
             ep.close_from_qp();
         }
+    }
+
+    /// A timer gives the connection up: ERROR (both queues flushed) with a fatal event;
+    /// returns the endpoint to close once the state lock is dropped.
+    fn give_up(&self, st: &mut QpState) -> Option<Arc<Ep>> {
+        self.set_state(st, State::Error);
+        self.drop_link(st);
+        self.flush_rq(st);
+        self.flush_sq(st);
+        st.fatal_event();
+        st.ep.take()
     }
 
     /// The deadline passed: a connection made by `modify_qp` still not up moves the QP to
@@ -1096,12 +1102,7 @@ impl QpCore {
                 return;
             }
             pr_debug!("siw_rs: QP {} not connected in time\n", self.qpn);
-            self.set_state(&mut st, State::Error);
-            self.drop_link(&mut st);
-            self.flush_rq(&mut st);
-            self.flush_sq(&mut st);
-            st.fatal_event();
-            st.ep.take()
+            self.give_up(&mut st)
         };
         if let Some(ep) = ep {
             ep.close_from_qp();
