@@ -151,6 +151,20 @@ hung_dump() {
 	pkill -9 -x "$name"
 }
 
+# unreclaimable_kb: the kernel's unreclaimable slab, in kB.
+unreclaimable_kb() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
+
+# unloaded_slab_back KB: after two_hosts_down at the end of a long run: siw_rs is unloaded,
+# and unreclaimable slab is back within 16 MiB of KB (unreclaimable_kb before the run).
+unloaded_slab_back() {
+	local now
+	has '^siw_rs ' "$(lsmod)" && fail "siw_rs still loaded after the run"
+	echo 3 >/proc/sys/vm/drop_caches
+	now=$(unreclaimable_kb)
+	log "unreclaimable slab: $1 kB before, $now kB after siw_rs unloaded"
+	[ $(( now - $1 )) -lt 16384 ] || fail "unreclaimable slab grew by $(( now - $1 )) kB"
+}
+
 # rping_sizes N SIZE...: for each SIZE, an rping -V server on host B and client on host A,
 # N iterations; every ping's data is verified by rping on both sides, and the client must
 # report N verified pings.

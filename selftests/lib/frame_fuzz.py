@@ -25,7 +25,9 @@
 #   the deregistered STag, Send with Invalidate of an STag that cannot be invalidated,
 #   unsolicited Read Responses, bit flips and garbage. For the classes marked fatal the
 #   listener must answer with a Terminate or close the connection within 5 s, else this
-#   is a failure; for the others whatever it does is accepted, short of a hang.
+#   is a failure; for the others whatever it does is accepted, short of a hang. Against
+#   a target whose MR can be invalidated (flag 1), every 50th connection sends a Send with
+#   Invalidate of it and then a Write to it, so that every run has one.
 # mpa: attacks on the negotiation: a wrong key, a reply sent to the responder, private
 #   data beyond the limit (with or without the bytes), an unknown revision, markers asked
 #   for, a request cut short (then FIN or RST), bytes after the request: the listener must
@@ -381,7 +383,7 @@ class Fuzz:
         return self.drain_reads(c, 0)
 
     # Hostile frames: (name, fatal, builder(c) -> (bytes, frames)).
-    def hostile(self, c):
+    def hostile(self, c, want=None):
         rng = self.rng
         payload = rng.randbytes(rng.randrange(1, 64))
         bad_stag = rng.choice((0, 1, 0xFFFFFFFF, rng.randrange(2**32)))
@@ -469,7 +471,8 @@ class Fuzz:
                     OP_SEND_INV + rng.choice((0, 2)), 0, c.msn[0], 0, inv=c.rkey) + payload),
                     c.fpdu(hdr_tagged(OP_WRITE, c.rkey, wto) + payload)]),
             ]
-        return h[rng.randrange(len(h))]
+        pick = h[rng.randrange(len(h))]
+        return next((x for x in h if x[0] == want), pick)
 
     def flipped(self, c):
         rng = self.rng
@@ -494,7 +497,7 @@ class Fuzz:
         if fatal and not ended:
             self.fail(f"hostile frame '{name}' was neither terminated nor closed in 5 s")
 
-    def run_fpdu(self):
+    def run_fpdu(self, want=None):
         rng = self.rng
         rev = rng.choice((1, 2, 2, 2))
         crc = rng.random() < 0.2
@@ -508,8 +511,8 @@ class Fuzz:
         try:
             if not self.valid_run(c, rng.randrange(1, 80)):
                 return
-            if rng.random() < 0.75:
-                name, fatal, build = self.hostile(c)
+            if want or rng.random() < 0.75:
+                name, fatal, build = self.hostile(c, want)
                 self.count(name)
                 data = build()
                 frames = data if isinstance(data, list) else [data]
@@ -671,8 +674,12 @@ class Fuzz:
                 self.rng = random.Random(self.a.seed * 1000003 + k)
                 x = self.rng.random()
                 try:
+                    # In every run, however short: the IRD overflow, and (where the
+                    # target's MR can be invalidated) a Send with Invalidate of it.
                     if k % 50 == 25:
-                        self.run_conn("ird-overflow")  # in every run, however short
+                        self.run_conn("ird-overflow")
+                    elif k % 50 == 10:
+                        self.run_fpdu("send-invalidate-then-write")
                     elif x < 0.85:
                         self.run_fpdu()
                     elif x < 0.93:
