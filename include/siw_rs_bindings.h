@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The C API that siw_rs binds to. bindgen reads this header at build time with the
- * kernel's own bindgen flags (see siw_rs/Kbuild), and produces siw_rs/ib/bindings_generated.rs.
- * Only the glue modules under siw_rs/ib/ use the result.
+ * kernel's own bindgen flags (see siw_rs/Kbuild), and produces siw_rs/glue/bindings_generated.rs.
+ * Only the glue modules under siw_rs/glue/ use the result.
  */
 #include <linux/netdevice.h>
 #include <linux/etherdevice.h>
@@ -20,6 +20,9 @@
 #include <uapi/rdma/siw-abi.h>
 #include <linux/uio.h>
 #include <linux/workqueue.h>
+#include <linux/namei.h>
+#include <linux/path.h>
+#include <linux/crc32.h>
 #include <uapi/rdma/ib_user_ioctl_verbs.h>
 
 #include "siw_rs_helpers.h"

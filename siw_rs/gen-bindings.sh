@@ -27,17 +27,20 @@ eval "opts=( $(grep -Ev '^#|^$|cfi_encoding' "$params" | tr '\n' ' ') )"
 "$bindgen" "$header" "${opts[@]}" \
 	--rust-target 1.85 --use-core --with-derive-default --ctypes-prefix ffi \
 	--no-layout-tests --no-debug '.*' --enable-function-attribute-detection \
-	--allowlist-function 'siw_rs_.*|_?ib_.*|rdma_.*|iw_.*|(un)?register_(netdevice|inetaddr|inet6addr)_notifier|ip_sock_set_freebind|vfree|remap_vmalloc_range|get_random_u32|_?_?sock_create|sock_release|sock_set_reuseaddr|kernel_(bind|listen|connect|accept|sock_shutdown|getsockname|getpeername)|tcp_sock_set_(nodelay|keepidle|keepintvl|keepcnt|user_timeout)|sock_set_keepalive|lock_sock_nested|release_sock|tcp_sendmsg_locked|tcp_read_sock|skb_(prepare_seq_read|seq_read|abort_seq_read)|iov_iter_(bvec|kvec)' \
-	--allowlist-type 'siw_.*|ib_.*|iw_.*|rdma_.*|net_device|notifier_block|netdev_cmd|kvec|socket|msghdr|bio_vec|iov_iter|read_descriptor_t|sk_buff|skb_seq_state|sockaddr_storage|sockaddr_in6?|sock_type|sock_shutdown_cmd' \
+	--allowlist-function 'rust_helper_.*|siw_rs_layout|crc32c|destroy_workqueue|kern_path|path_put|_?ib_.*|rdma_.*|iw_.*|(un)?register_(netdevice|inetaddr|inet6addr)_notifier|ip_sock_set_freebind|vfree|remap_vmalloc_range|get_random_u32|_?_?sock_create|sock_release|sock_set_reuseaddr|kernel_(bind|listen|connect|accept|sock_shutdown|getsockname|getpeername)|tcp_sock_set_(nodelay|keepidle|keepintvl|keepcnt|user_timeout)|sock_set_keepalive|lock_sock_nested|release_sock|tcp_sendmsg_locked|tcp_read_sock|skb_(prepare_seq_read|seq_read|abort_seq_read)|iov_iter_(bvec|kvec)' \
+	--allowlist-type 'siw_.*|rust_sk_callbacks|path|wq_flags|ib_.*|iw_.*|rdma_.*|net_device|notifier_block|netdev_cmd|kvec|socket|msghdr|bio_vec|iov_iter|read_descriptor_t|sk_buff|skb_seq_state|sockaddr_storage|sockaddr_in6?|sock_type|sock_shutdown_cmd' \
 	--allowlist-var 'RDMA_DRIVER_SIW|SIW_.*|ARPHRD_.*|NETDEV_.*|NOTIFY_.*|ETH_ALEN|IB_.*|RDMA_.*|IW_.*|IBK_.*|AF_INET6?|IPPROTO_TCP|MSG_(DONTWAIT|MORE|EOR|SPLICE_PAGES)|ITER_SOURCE|O_NONBLOCK|TCP_(ESTABLISHED|LISTEN|SYN_SENT|SYN_RECV)|PAGE_.*' \
 	--opaque-type 'sock' \
 	-o "$out.tmp" -- "${cflags[@]}" -DMODULE -I"$incdir"
-# Same fix-up as rust/Makefile: const helpers lose their prefix.
-sed -Ei 's/pub const RUST_CONST_HELPER_([a-zA-Z0-9_]*)/pub const \1/g' "$out.tmp"
+# Same fix-ups as rust/Makefile: const helpers lose their prefix, and so do function helpers
+# (rust_helper_NAME is called NAME, the name of the static inline function it wraps).
+sed -Ei -e 's/pub const RUST_CONST_HELPER_([a-zA-Z0-9_]*)/pub const \1/g' \
+	-e 's/pub fn rust_helper_([a-zA-Z0-9_]*)/#[link_name = "rust_helper_\1"]\n    pub fn \1/g' \
+	"$out.tmp"
 mv "$out.tmp" "$out"
 
 # The Rust side of the layout check (siw_rs/glue/layout.rs): the entries of
-# siw_rs_layout.h, measured on the bindings, in the same order as helpers.c measures them.
+# siw_rs_layout.h, measured on the bindings, in the same order as helpers/layout.c measures them.
 layout=$(dirname "$out")/layout_generated.rs
 sed -nE \
 	-e 's/^SIW_RS_SIZE\((struct )?([A-Za-z0-9_]+)\)$/    ("sizeof(\1\2)", size_of::<bindings::\2>()),/p' \

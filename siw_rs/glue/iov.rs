@@ -100,7 +100,7 @@ impl<'a> IoVec<'a> {
     /// The CRC32C state `crc` updated with these bytes (the kernel's `crc32c()`).
     pub(crate) fn crc32c(&self, crc: u32) -> u32 {
         // SAFETY: By the constructors the range is readable for `'a`.
-        unsafe { bindings::siw_rs_crc32c(crc, self.ptr.cast(), self.len) }
+        unsafe { bindings::crc32c(crc, self.ptr.cast(), self.len) }
     }
 }
 

@@ -6,7 +6,7 @@
 //! bindgen does not always manage: for this kernel's `struct sock` it comes out 64 bytes
 //! short, so a field access through it would hit the wrong bytes (the glue reaches `struct
 //! sock` through C helpers only, and the bindings keep it opaque). `include/siw_rs_layout.h`
-//! names what the glue relies on; `helpers.c` measures each entry in C, and the build
+//! names what the glue relies on; `helpers/layout.c` measures each entry in C, and the build
 //! generates the same list measured on the bindings (`layout_generated.rs`). Module init
 //! compares the two and refuses to load on any difference, naming it.
 

@@ -51,7 +51,7 @@ where
     let raw = unsafe { Work::<T, ID>::raw_get(work) };
     // SAFETY: `HasDelayedWork` promises the `work_struct` is the `work` field of a
     // `delayed_work`; cancelling only takes the workqueue's own locks.
-    let pending = unsafe { bindings::siw_rs_cancel_delayed_work(raw.cast()) };
+    let pending = unsafe { bindings::cancel_delayed_work_item(raw.cast()) };
     if pending {
         // SAFETY: A pending item queued from an `Arc<T>` owns the reference `Arc::into_raw` gave
         // it, to be taken back by its run; cancelled, it will not run, so the reference is ours.
@@ -63,8 +63,11 @@ where
 
 /// Allocates the workqueue `name` (module init).
 fn init(name: &'static CStr) -> Result {
+    // Unbound (connections' work need not stay on the CPU that queued it) and with a rescuer
+    // (connection teardown may be needed to free memory).
+    let flags = bindings::wq_flags_WQ_UNBOUND | bindings::wq_flags_WQ_MEM_RECLAIM;
     // SAFETY: Plain allocation; the name is copied.
-    let wq = unsafe { bindings::siw_rs_wq_alloc(name.as_char_ptr()) };
+    let wq = unsafe { bindings::alloc_workqueue(name.as_char_ptr(), flags, 0) };
     if wq.is_null() {
         return Err(ENOMEM);
     }
@@ -77,7 +80,7 @@ fn exit() {
     let wq = WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if !wq.is_null() {
         // SAFETY: Allocated by `init`, and no longer reachable through `WQ`.
-        unsafe { bindings::siw_rs_wq_destroy(wq) };
+        unsafe { bindings::destroy_workqueue(wq) };
     }
 }
 

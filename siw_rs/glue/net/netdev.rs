@@ -19,7 +19,7 @@ pub(crate) const ETH_ALEN: usize = 6;
 pub(crate) fn random_mac() -> [u8; ETH_ALEN] {
     let mut mac = [0u8; ETH_ALEN];
     // SAFETY: `mac` is `ETH_ALEN` writable bytes, which is what `eth_random_addr` fills.
-    unsafe { bindings::siw_rs_eth_random_addr(mac.as_mut_ptr()) };
+    unsafe { bindings::eth_random_addr(mac.as_mut_ptr()) };
     mac
 }
 
@@ -69,7 +69,7 @@ impl NetDev {
     /// The device's link-layer type.
     pub(crate) fn link_type(&self) -> LinkType {
         // SAFETY: By the type invariant the device is alive; the helper only reads `type`.
-        let t = unsafe { bindings::siw_rs_netdev_type(self.as_ptr()) };
+        let t = unsafe { bindings::netdev_type(self.as_ptr()) };
         match u32::from(t) {
             bindings::ARPHRD_ETHER => LinkType::Ether,
             bindings::ARPHRD_IEEE802 => LinkType::Ieee802,
@@ -88,7 +88,7 @@ impl NetDev {
     pub(crate) fn mtu(&self) -> u32 {
         // SAFETY: By the type invariant the device is alive; the helper reads `mtu` with
         // `READ_ONCE`, as the MTU can change concurrently.
-        unsafe { bindings::siw_rs_netdev_mtu(self.as_ptr()) }
+        unsafe { bindings::netdev_mtu(self.as_ptr()) }
     }
 
     /// The largest MTU the device supports.
@@ -123,7 +123,7 @@ impl NetDev {
     /// Whether the port on this device is up (`ib_get_curr_port_state() == IB_PORT_ACTIVE`).
     pub(crate) fn port_active(&self) -> bool {
         // SAFETY: By the type invariant the device is alive; the helper reads its flags.
-        let state = unsafe { bindings::siw_rs_ib_get_curr_port_state(self.as_ptr()) };
+        let state = unsafe { bindings::ib_get_curr_port_state(self.as_ptr()) };
         u32::try_from(state) == Ok(bindings::ib_port_state_IB_PORT_ACTIVE)
     }
 
@@ -131,7 +131,7 @@ impl NetDev {
     pub(crate) fn ifindex(&self) -> i32 {
         // SAFETY: By the type invariant the device is alive; `ifindex` is set at registration
         // and not changed while the device is registered in its namespace.
-        unsafe { bindings::siw_rs_netdev_ifindex(self.as_ptr()) }
+        unsafe { bindings::netdev_ifindex(self.as_ptr()) }
     }
 
     /// The device's IPv4 and IPv6 addresses, as 16-octet IPv6 addresses (IPv4 ones mapped,
@@ -140,7 +140,7 @@ impl NetDev {
         // SAFETY: By the type invariant the device is alive; `out` is `out.len()` writable
         // 16-byte arrays, and the helper writes at most that many.
         let n =
-            unsafe { bindings::siw_rs_netdev_ip_addrs(self.as_ptr(), out.as_mut_ptr(), out.len()) };
+            unsafe { bindings::netdev_ip_addrs(self.as_ptr(), out.as_mut_ptr(), out.len()) };
         n.min(out.len())
     }
 
@@ -220,7 +220,7 @@ impl<T: Notifier> NotifierRegistration<T> {
     ) -> c_int {
         // SAFETY: For netdev notifiers `ptr` is a `netdev_notifier_info`, whose `dev` is
         // alive for the duration of the call.
-        let dev = unsafe { bindings::siw_rs_netdev_notifier_info_to_dev(ptr) };
+        let dev = unsafe { bindings::netdev_notifier_info_to_dev(ptr) };
         if dev.is_null() {
             return bindings::NOTIFY_DONE as c_int;
         }
@@ -366,7 +366,7 @@ impl<T: AddrNotifier> AddrChain<T> {
     ) -> c_int {
         // SAFETY: `ptr` is the `in_ifaddr` the chain reports on; its device is alive for the
         // call.
-        let dev = unsafe { bindings::siw_rs_inetaddr_dev(ptr) };
+        let dev = unsafe { bindings::inetaddr_dev(ptr) };
         if !dev.is_null() {
             // SAFETY: Alive for the duration of the call (see above).
             T::addr_changed(unsafe { NetDev::from_raw(dev) });
@@ -384,7 +384,7 @@ impl<T: AddrNotifier> AddrChain<T> {
     ) -> c_int {
         // SAFETY: `ptr` is the `inet6_ifaddr` the chain reports on; its device is alive for
         // the call.
-        let dev = unsafe { bindings::siw_rs_inet6addr_dev(ptr) };
+        let dev = unsafe { bindings::inet6addr_dev(ptr) };
         if !dev.is_null() {
             // SAFETY: Alive for the duration of the call (see above).
             T::addr_changed(unsafe { NetDev::from_raw(dev) });

@@ -286,11 +286,11 @@ impl Socket {
     pub(crate) fn new_tcp_in(netdev: &NetDev, family: Family, v6only: bool) -> Result<Self> {
         let mut raw = core::ptr::null_mut();
         // SAFETY: The live netdev's namespace, whose memory stays while the netdev is in it.
-        let net = unsafe { bindings::siw_rs_dev_net(netdev.as_ptr()) };
+        let net = unsafe { bindings::dev_net(netdev.as_ptr()) };
         // The namespace may be going away already (its netdevs leave it late in that): no
         // new socket there then. The reference taken here keeps it for the creation.
         // SAFETY: As above.
-        if !unsafe { bindings::siw_rs_maybe_get_net(net) } {
+        if !unsafe { bindings::maybe_get_net(net) } {
             return Err(ENETDOWN);
         }
         // SAFETY: `raw` is a valid out pointer; `net` is held, and the socket takes its own
@@ -306,7 +306,7 @@ impl Socket {
             )
         });
         // SAFETY: The reference taken above.
-        unsafe { bindings::siw_rs_put_net(net) };
+        unsafe { bindings::put_net(net) };
         r?;
         // SAFETY: Just created, ours.
         unsafe { Self::set_up(raw, family, v6only) }
@@ -320,7 +320,7 @@ impl Socket {
         // namespace for the call; the new socket takes its own (`kern` = 0).
         to_result(unsafe {
             bindings::__sock_create(
-                bindings::siw_rs_sock_net(other.sk()),
+                bindings::sock_net(other.sk()),
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
                 bindings::IPPROTO_TCP as c_int,
@@ -342,7 +342,7 @@ impl Socket {
         // no reference is taken, see above).
         to_result(unsafe {
             bindings::__sock_create(
-                bindings::siw_rs_dev_net(netdev.as_ptr()),
+                bindings::dev_net(netdev.as_ptr()),
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
                 bindings::IPPROTO_TCP as c_int,
@@ -359,7 +359,7 @@ impl Socket {
         unsafe { bindings::sock_set_reuseaddr(s.sk()) };
         if family == Family::Inet6 {
             // SAFETY: A new IPv6 socket.
-            to_result(unsafe { bindings::siw_rs_ip6_sock_set_v6only(s.sk()) })?;
+            to_result(unsafe { bindings::ip6_sock_set_v6only(s.sk()) })?;
         }
         Ok(s)
     }
@@ -376,12 +376,12 @@ impl Socket {
         let s = unsafe { Self::from_raw(raw) }?;
         // SAFETY: A new socket, not yet bound or in use by anyone else.
         unsafe {
-            bindings::siw_rs_sock_set_rdma_lock_class(s.as_ptr());
+            bindings::sock_set_rdma_lock_class(s.as_ptr());
             bindings::sock_set_reuseaddr(s.sk());
         }
         if family == Family::Inet6 && v6only {
             // SAFETY: A new IPv6 socket.
-            to_result(unsafe { bindings::siw_rs_ip6_sock_set_v6only(s.sk()) })?;
+            to_result(unsafe { bindings::ip6_sock_set_v6only(s.sk()) })?;
         }
         Ok(s)
     }
@@ -395,7 +395,7 @@ impl Socket {
     /// Restricts the socket to the interface `ifindex` (`SO_BINDTODEVICE`), before `bind`.
     pub(crate) fn bind_to_ifindex(&self, ifindex: i32) {
         // SAFETY: A live socket not yet bound: nothing reads the field concurrently.
-        unsafe { bindings::siw_rs_sk_set_bound_dev_if(self.sk(), ifindex) };
+        unsafe { bindings::sk_set_bound_dev_if(self.sk(), ifindex) };
     }
 
     /// Whether the socket lives in the network namespace of `netdev`.
@@ -403,8 +403,8 @@ impl Socket {
         // SAFETY: A live socket and a live netdev; both only read their namespace.
         unsafe {
             core::ptr::eq(
-                bindings::siw_rs_sock_net(self.sk()),
-                bindings::siw_rs_dev_net(netdev.as_ptr()),
+                bindings::sock_net(self.sk()),
+                bindings::dev_net(netdev.as_ptr()),
             )
         }
     }
@@ -512,7 +512,7 @@ impl Socket {
         // namespace may be on its way out already (its listeners close only when its netdevs
         // go): then the connection is dropped.
         // SAFETY: `nsk` is live and ours; its namespace's memory stays while the socket does.
-        if !unsafe { bindings::siw_rs_sk_hold_net(nsk) } {
+        if !unsafe { bindings::sk_hold_net(nsk) } {
             return Err(ENETDOWN);
         }
         // The new socket is a clone of the listener, our callbacks and `sk_user_data`
@@ -522,29 +522,29 @@ impl Socket {
         // owner's `RawCtx` while the callback lock is held (`attach`/`detach` change it under
         // the write lock).
         let saved = unsafe {
-            let lock = bindings::siw_rs_sk_callback_lock(lsk);
-            bindings::siw_rs_read_lock_bh(lock);
-            let ctx = bindings::siw_rs_sk_user_data(lsk).cast::<RawCtx>();
+            let lock = bindings::sk_callback_lock(lsk);
+            bindings::read_lock_bh(lock);
+            let ctx = bindings::sk_user_data(lsk).cast::<RawCtx>();
             let saved = if ctx.is_null() {
                 None
             } else {
                 Some((*ctx).saved)
             };
-            bindings::siw_rs_read_unlock_bh(lock);
+            bindings::read_unlock_bh(lock);
             saved
         };
         // SAFETY: `nsk` is live and not yet visible to anyone but TCP, whose callbacks take
         // the read side of the lock we take for writing.
         unsafe {
-            let lock = bindings::siw_rs_sk_callback_lock(nsk);
-            bindings::siw_rs_write_lock_bh(lock);
+            let lock = bindings::sk_callback_lock(nsk);
+            bindings::write_lock_bh(lock);
             if let Some(saved) = saved {
                 if Callbacks::of(nsk).is_ours() {
                     saved.install(nsk);
                 }
             }
-            bindings::siw_rs_sk_set_user_data(nsk, core::ptr::null_mut());
-            bindings::siw_rs_write_unlock_bh(lock);
+            bindings::sk_set_user_data(nsk, core::ptr::null_mut());
+            bindings::write_unlock_bh(lock);
             bindings::tcp_sock_set_nodelay(nsk);
         }
         Ok(new)
@@ -575,7 +575,7 @@ impl Socket {
             let slot = pc.get_mut(n).ok_or(EINVAL)?;
             let v = v.skip(skip);
             // SAFETY: `IoVec`'s invariant: a non-null page is one TCP may be handed.
-            let splice = !v.page().is_null() && unsafe { bindings::siw_rs_sendpage_ok(v.page()) };
+            let splice = !v.page().is_null() && unsafe { bindings::sendpage_ok(v.page()) };
             *slot = (v, splice);
             skip = 0;
             n += 1;
@@ -590,7 +590,7 @@ impl Socket {
         let base = if block { 0 } else { bindings::MSG_DONTWAIT };
         let sk = self.sk();
         // SAFETY: A live socket; released below.
-        unsafe { bindings::siw_rs_lock_sock(sk) };
+        unsafe { bindings::lock_sock(sk) };
         let mut done = 0usize;
         let mut rv: c_int = 0;
         let mut i = 0usize;
@@ -685,7 +685,7 @@ impl Socket {
         // SAFETY: A live socket, locked around the read as `tcp_read_sock` requires; the
         // actor gets back the pointer to `f`, which outlives the call.
         let r = unsafe {
-            bindings::siw_rs_lock_sock(sk);
+            bindings::lock_sock(sk);
             let r = bindings::tcp_read_sock(sk, &mut desc, Some(read_actor));
             bindings::release_sock(sk);
             r
@@ -700,7 +700,7 @@ impl Socket {
         let sk = self.sk();
         // SAFETY: A live sock; both fields change under the socket's locks, and the helpers
         // read each once (`READ_ONCE`).
-        let (err, state) = unsafe { (bindings::siw_rs_sk_err(sk), bindings::siw_rs_sk_state(sk)) };
+        let (err, state) = unsafe { (bindings::sk_err(sk), bindings::sk_state(sk)) };
         if err != 0 {
             // `sk_err` holds a positive errno; saturate rather than overflow on nonsense.
             return Err(Error::from_errno(err.saturating_abs().saturating_neg()));
@@ -715,14 +715,14 @@ impl Socket {
     /// The current MSS.
     pub(crate) fn mss(&self) -> u32 {
         // SAFETY: A live TCP socket.
-        unsafe { bindings::siw_rs_tcp_mss(self.sk()) }
+        unsafe { bindings::tcp_mss(self.sk()) }
     }
 
     /// Bytes written but not acknowledged by the peer yet (`SIOCOUTQ`).
     pub(crate) fn unacked(&self) -> u32 {
         // SAFETY: A live TCP socket; the helper reads the two sequence numbers once each
         // (`READ_ONCE`), as `tcp_ioctl()` does without the socket lock.
-        unsafe { bindings::siw_rs_tcp_unacked(self.sk()) }
+        unsafe { bindings::tcp_unacked(self.sk()) }
     }
 
     /// Shuts both directions down (the peer sees FIN).
@@ -748,12 +748,12 @@ impl Socket {
         unsafe {
             (*c).event = Some(event::<E>);
             (*c).data = data;
-            let lock = bindings::siw_rs_sk_callback_lock(sk);
-            bindings::siw_rs_write_lock_bh(lock);
+            let lock = bindings::sk_callback_lock(sk);
+            bindings::write_lock_bh(lock);
             (*c).saved = Callbacks::of(sk);
-            bindings::siw_rs_sk_set_user_data(sk, c.cast());
+            bindings::sk_set_user_data(sk, c.cast());
             Callbacks::OURS.install(sk);
-            bindings::siw_rs_write_unlock_bh(lock);
+            bindings::write_unlock_bh(lock);
         }
     }
 
@@ -769,13 +769,13 @@ impl Socket {
         // SAFETY: A live sock; taking the callback lock for writing waits for callbacks in
         // flight, which hold it for reading.
         unsafe {
-            let lock = bindings::siw_rs_sk_callback_lock(sk);
-            bindings::siw_rs_write_lock_bh(lock);
-            if !bindings::siw_rs_sk_user_data(sk).is_null() {
+            let lock = bindings::sk_callback_lock(sk);
+            bindings::write_lock_bh(lock);
+            if !bindings::sk_user_data(sk).is_null() {
                 (*c).saved.install(sk);
-                bindings::siw_rs_sk_set_user_data(sk, core::ptr::null_mut());
+                bindings::sk_set_user_data(sk, core::ptr::null_mut());
             }
-            bindings::siw_rs_write_unlock_bh(lock);
+            bindings::write_unlock_bh(lock);
         }
         // SAFETY: `attach` stored the `into_foreign` of an `Arc<E>` there; no callback uses
         // it any more, so it is ours again.
@@ -815,9 +815,9 @@ impl Callbacks {
     ///
     /// `sk` is live and its callback lock held.
     unsafe fn of(sk: *mut bindings::sock) -> Self {
-        let mut cb: bindings::siw_rs_sk_callbacks = pin_init::zeroed();
+        let mut cb: bindings::rust_sk_callbacks = pin_init::zeroed();
         // SAFETY: By the caller's guarantee; `cb` is ours to fill.
-        unsafe { bindings::siw_rs_sk_callbacks(sk, &mut cb) };
+        unsafe { bindings::sk_callbacks(sk, &mut cb) };
         Self {
             data_ready: cb.data_ready,
             write_space: cb.write_space,
@@ -836,13 +836,13 @@ impl Callbacks {
     ///
     /// `sk` is live and its callback lock held for writing.
     unsafe fn install(self, sk: *mut bindings::sock) {
-        let cb = bindings::siw_rs_sk_callbacks {
+        let cb = bindings::rust_sk_callbacks {
             data_ready: self.data_ready,
             write_space: self.write_space,
             state_change: self.state_change,
         };
         // SAFETY: By the caller's guarantee.
-        unsafe { bindings::siw_rs_sk_set_callbacks(sk, &cb) };
+        unsafe { bindings::sk_set_callbacks(sk, &cb) };
     }
 }
 
@@ -915,9 +915,9 @@ unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
     // SAFETY: A live sock; `sk_user_data` is null or an attached owner's `RawCtx`, which
     // stays valid while the read lock is held (`detach` takes the write lock).
     unsafe {
-        let lock = bindings::siw_rs_sk_callback_lock(sk);
-        bindings::siw_rs_read_lock_bh(lock);
-        let ctx = bindings::siw_rs_sk_user_data(sk).cast::<RawCtx>();
+        let lock = bindings::sk_callback_lock(sk);
+        bindings::read_lock_bh(lock);
+        let ctx = bindings::sk_user_data(sk).cast::<RawCtx>();
         if !ctx.is_null() {
             // TCP's callback first: `sk_stream_write_space()` clears SOCK_NOSPACE. Run after
             // ours, it could clear the bit that our (already woken) sender has just set on a
@@ -935,7 +935,7 @@ unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
                 e((*ctx).data, ev);
             }
         }
-        bindings::siw_rs_read_unlock_bh(lock);
+        bindings::read_unlock_bh(lock);
     }
 }
 

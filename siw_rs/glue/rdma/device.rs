@@ -428,7 +428,7 @@ impl<T: Driver> Device<T> {
         // SAFETY: We hold a reference on `ndev` until the `dev_put` below.
         let r = f(unsafe { NetDev::from_raw(ndev) });
         // SAFETY: Drops the reference `ib_device_get_netdev` took.
-        unsafe { bindings::siw_rs_dev_put(ndev) };
+        unsafe { bindings::dev_put(ndev) };
         Ok(r)
     }
 
@@ -482,7 +482,7 @@ impl<T: Driver> Device<T> {
             assert!(core::mem::align_of::<Self>() <= 8);
         }
         // SAFETY: Allocates a zeroed `ib_device` with room for `Self` behind it.
-        let raw = unsafe { bindings::siw_rs_ib_alloc_device(core::mem::size_of::<Self>()) };
+        let raw = unsafe { bindings::ib_alloc_device(core::mem::size_of::<Self>()) };
         if raw.is_null() {
             return Err(ENOMEM);
         }
@@ -510,7 +510,7 @@ impl<T: Driver> Device<T> {
                 *d = *s as c_char;
             }
             ib.phys_port_cnt = 1;
-            ib.num_comp_vectors = bindings::siw_rs_num_possible_cpus() as c_int;
+            ib.num_comp_vectors = bindings::num_possible_cpus() as c_int;
             if info.uverbs_post_send {
                 ib.uverbs_cmd_mask |=
                     1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
@@ -534,7 +534,7 @@ impl<T: Driver> Device<T> {
             return Err(e);
         }
         // SAFETY: `raw` is valid and not registered.
-        unsafe { bindings::siw_rs_ib_mark_name_assigned_by_user(raw) };
+        unsafe { bindings::ib_mark_name_assigned_by_user(raw) };
 
         // SAFETY: `raw` is valid; `name` is NUL-terminated; a NULL DMA device selects virtual
         // DMA (kernel virtual addresses as DMA addresses), as the C siw does.
@@ -580,7 +580,7 @@ impl RegRef {
     /// Takes a reference on `raw`, which must be a live, allocated `ib_device`.
     fn get(raw: *mut bindings::ib_device) -> Self {
         // SAFETY: Callers pass a device they just allocated and registered.
-        unsafe { bindings::siw_rs_get_ib_device(raw) };
+        unsafe { bindings::ib_device_get_ref(raw) };
         // INVARIANT: We took the reference just above.
         // SAFETY: `raw` is non-null: it was checked after allocation.
         Self(unsafe { NonNull::new_unchecked(raw) })
@@ -597,7 +597,7 @@ impl RegRef {
 impl Drop for RegRef {
     fn drop(&mut self) {
         // SAFETY: Drops the reference this value holds.
-        unsafe { bindings::siw_rs_put_ib_device(self.0.as_ptr()) };
+        unsafe { bindings::ib_device_put_ref(self.0.as_ptr()) };
     }
 }
 
@@ -852,7 +852,7 @@ impl<T: Driver> Adapter<T> {
         from_result(|| {
             if !udata.is_null() {
                 // SAFETY: `udata` is the command's valid udata.
-                to_result(unsafe { bindings::siw_rs_ib_no_udata_io(udata) })?;
+                to_result(unsafe { bindings::ib_no_udata_io(udata) })?;
             }
             // SAFETY: The core calls device ops only on live devices with initialised data.
             let dev = unsafe { Device::<T>::from_raw(ib) };
@@ -1014,7 +1014,7 @@ impl<T: Driver> Adapter<T> {
 pub(super) fn ib_mtu(mtu: u32) -> bindings::ib_mtu {
     let mtu = c_int::try_from(mtu).unwrap_or(c_int::MAX);
     // SAFETY: A pure function of its argument.
-    let e = unsafe { bindings::siw_rs_ib_mtu_int_to_enum(mtu) };
+    let e = unsafe { bindings::ib_mtu_int_to_enum(mtu) };
     // The result is one of the positive `IB_MTU_*` values.
     e as bindings::ib_mtu
 }

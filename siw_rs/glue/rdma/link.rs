@@ -12,6 +12,7 @@ use core::marker::PhantomData;
 use kernel::{
     error::from_result,
     prelude::*,
+    str::CString,
     types::Opaque, //
 };
 
@@ -40,8 +41,18 @@ pub(crate) struct Registration<T: Link> {
 
 /// Whether the kernel module `name` is loaded (its `/sys/module` directory exists).
 pub(crate) fn module_present(name: &CStr) -> bool {
-    // SAFETY: `name` is NUL-terminated; the helper only looks a path up.
-    unsafe { bindings::siw_rs_module_present(name.as_char_ptr()) }
+    let Ok(dir) = CString::try_from_fmt(fmt!("/sys/module/{}", name)) else {
+        return false;
+    };
+    let mut path = bindings::path::default();
+    // SAFETY: `dir` is NUL-terminated and `path` is a valid place for the result; the final
+    // component is a directory, so no flag (`LOOKUP_FOLLOW`) is needed.
+    if unsafe { bindings::kern_path(dir.as_char_ptr(), 0, &mut path) } != 0 {
+        return false;
+    }
+    // SAFETY: `kern_path` succeeded, so `path` holds references that we drop here, once.
+    unsafe { bindings::path_put(&path) };
+    true
 }
 
 // SAFETY: The registration only holds the `rdma_link_ops`, whose list linkage the RDMA core

@@ -57,9 +57,9 @@ impl SharedMem {
         // SAFETY: Plain allocations; NULL on failure.
         let raw = unsafe {
             if user {
-                bindings::siw_rs_vmalloc_user(len)
+                bindings::vmalloc_user(len)
             } else {
-                bindings::siw_rs_vzalloc(len)
+                bindings::vzalloc(len)
             }
         };
         let ptr = NonNull::new(raw.cast::<u8>()).ok_or(ENOMEM)?;

@@ -176,7 +176,7 @@ impl Udata {
     /// The user context the command runs in.
     pub(super) fn ucontext(&self) -> *mut bindings::ib_ucontext {
         // SAFETY: By the type invariant; the helper follows `udata` to its attribute bundle.
-        unsafe { bindings::siw_rs_udata_to_ucontext(self.0.as_ptr()) }
+        unsafe { bindings::udata_to_ucontext(self.0.as_ptr()) }
     }
 }
 

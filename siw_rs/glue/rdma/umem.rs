@@ -86,7 +86,7 @@ impl Umem {
         let dev = NonNull::new(dev).ok_or(EINVAL)?;
         // SAFETY: `dev` is the PD's device, allocated while the PD lives; `try_get` only
         // reads and raises its registration count, and fails once unregistration began.
-        if !unsafe { bindings::siw_rs_ib_device_try_get(dev.as_ptr()) } {
+        if !unsafe { bindings::ib_device_try_get(dev.as_ptr()) } {
             // SAFETY: By the caller's guarantee; nothing else releases it.
             unsafe { bindings::ib_umem_release(umem.as_ptr()) };
             return Err(ENODEV);
@@ -149,21 +149,21 @@ impl UserPages {
         // SAFETY: A live umem.
         let (n, first) = unsafe {
             (
-                bindings::siw_rs_umem_num_pages(u),
-                bindings::siw_rs_umem_offset(u),
+                bindings::ib_umem_num_pages(u),
+                bindings::ib_umem_offset(u),
             )
         };
         let mut raw: KVec<*mut bindings::page> = KVec::with_capacity(n, GFP_KERNEL)?;
         raw.resize(n, core::ptr::null_mut(), GFP_KERNEL)?;
         // SAFETY: A live umem; `raw` has room for `n` entries.
-        let got = unsafe { bindings::siw_rs_umem_pages(u, raw.as_mut_ptr(), n) };
+        let got = unsafe { bindings::umem_pages(u, raw.as_mut_ptr(), n) };
         if got != n {
             return Err(EFAULT);
         }
         let mut pages = KVec::with_capacity(n, GFP_KERNEL)?;
         for p in raw.iter() {
             // SAFETY: A pinned page of the umem.
-            let a = unsafe { bindings::siw_rs_page_address(*p) };
+            let a = unsafe { bindings::page_address(*p) };
             if a.is_null() {
                 return Err(EFAULT);
             }
@@ -231,7 +231,7 @@ impl UserPages {
             if splice {
                 // SAFETY: `addr` is a linear-map address (no highmem, invariant), so this
                 // only computes its `struct page`.
-                let page = unsafe { bindings::siw_rs_virt_to_page(addr as *const c_void) };
+                let page = unsafe { bindings::virt_to_page(addr as *const c_void) };
                 // SAFETY: As in `write`, the bytes lie in the pinned, mapped page `page`
                 // (`pieces` never crosses a page), which stays mapped and referenced for
                 // `'a` (`self` holds the pin); pinned user pages are never slab memory.
@@ -276,7 +276,7 @@ impl KernelMem {
         while left > 0 {
             let n = left.min(PS.wrapping_sub(pos % PS));
             // SAFETY: Only computes whether the address has a `struct page` in the linear map.
-            if !unsafe { bindings::siw_rs_virt_addr_valid(pos as *const c_void) } {
+            if !unsafe { bindings::virt_addr_valid(pos as *const c_void) } {
                 return Err(EFAULT);
             }
             f(pos, n)?;

@@ -73,7 +73,7 @@ impl<T: Driver> CqRef<T> {
     /// A new reference to `cq`.
     pub(crate) fn new(cq: &Cq<T>) -> Self {
         // SAFETY: `cq` is live; the use is dropped in `Drop`.
-        unsafe { bindings::siw_rs_cq_use(cq.as_ptr()) };
+        unsafe { bindings::cq_use(cq.as_ptr()) };
         // INVARIANT: Counted just above.
         Self(NonNull::from(cq))
     }
@@ -94,7 +94,7 @@ impl<T: Driver> Clone for CqRef<T> {
 impl<T: Driver> Drop for CqRef<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we hold one use of a live CQ.
-        unsafe { bindings::siw_rs_cq_unuse(self.get().as_ptr()) };
+        unsafe { bindings::cq_unuse(self.get().as_ptr()) };
     }
 }
 
@@ -143,7 +143,7 @@ impl<D> Obj<bindings::ib_qp, D> {
     /// a process (work requests come through the mapped queues).
     pub(crate) fn is_kernel(&self) -> bool {
         // SAFETY: A live QP; its restrack entry is set at creation.
-        unsafe { bindings::siw_rs_qp_is_kernel(self.as_ptr()) }
+        unsafe { bindings::qp_is_kernel(self.as_ptr()) }
     }
 
     /// The QP as kernel consumers name it in work completions (`wc->qp`).
@@ -899,7 +899,7 @@ impl<T: Driver> Adapter<T> {
                 return Err(EOPNOTSUPP);
             }
             // SAFETY: `attrs` is NULL for kernel CQs, else the command's bundle.
-            let mut user = unsafe { User::<T>::from_udata(bindings::siw_rs_attrs_to_udata(attrs)) };
+            let mut user = unsafe { User::<T>::from_udata(bindings::attrs_to_udata(attrs)) };
             let cqe = i32::try_from(attr.cqe).map_err(|_| EINVAL)?;
             let (init, n) = T::create_cq(dev, cqe, user.as_mut())?;
             // SAFETY: A fresh `size_ib_cq` allocation; the data is dropped in `destroy_cq`.
@@ -1313,7 +1313,7 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: The PD's device is live; `ib_umem_get_va` pins the user range or
             // returns an error pointer.
             let umem = from_err_ptr(unsafe {
-                bindings::siw_rs_ib_umem_get_va(
+                bindings::ib_umem_get_va(
                     (*pd).device,
                     usize::try_from(start).map_err(|_| EINVAL)?,
                     usize::try_from(len).map_err(|_| EINVAL)?,
