@@ -16,6 +16,7 @@ use crate::{
             verbs::{
                 Cq,
                 CqNotify,
+                KernelQp,
                 Wc,
                 WcOpcode,
                 WcStatus, //
@@ -70,7 +71,7 @@ pub(crate) struct Completion {
     /// The QP number (user CQs report it).
     pub(crate) qp_num: u32,
     /// The QP as kernel consumers know it (kernel CQs report it).
-    pub(crate) qp_handle: u64,
+    pub(crate) qp_handle: Option<KernelQp>,
     /// Solicited event (wakes a CQ armed for solicited completions).
     pub(crate) solicited: bool,
     /// The local STag a received Send with Invalidate invalidated.
@@ -101,10 +102,12 @@ pub(crate) fn complete(cq: &Cq<Siw>, c: &Completion) -> Result {
 }
 
 /// The producer and (for kernel CQs) consumer indices, free-running.
-#[derive(Default)]
 struct Idx {
     put: u32,
     get: u32,
+    /// Kernel CQs: the QP of the completion in each slot. It stays out of the ring, which
+    /// holds bytes, so `poll` hands back only handles made from live QPs.
+    qps: KVVec<Option<KernelQp>>,
 }
 
 /// A completion queue.
@@ -116,8 +119,6 @@ struct Idx {
 pub(crate) struct SiwCq {
     /// CQEs, then the control word.
     ring: Ring,
-    /// Whether user space maps the ring (CQEs then carry QP numbers).
-    user: bool,
     /// The producer and consumer indices (free-running).
     #[pin]
     idx: SpinLockIrq<Idx>,
@@ -141,6 +142,12 @@ impl SiwCq {
         }
         let ring = Ring::new(n, CQE_SIZE, CQ_CTRL_SIZE, user.as_deref_mut())?;
         let size = i32::try_from(ring.entries).map_err(|_| EINVAL)?;
+        let qps = if is_user {
+            KVVec::new()
+        } else {
+            let n = usize::try_from(ring.entries).map_err(|_| EINVAL)?;
+            KVVec::from_elem(None, n, GFP_KERNEL)?
+        };
         if let Some(u) = user {
             let resp = UrespCreateCq {
                 cq_id: NEXT_CQ_ID.fetch_add(1, Ordering::Relaxed),
@@ -151,8 +158,7 @@ impl SiwCq {
         }
         let cq = try_pin_init!(Self {
             ring,
-            user: is_user,
-            idx <- new_spinlock_irq!(Idx::default(), "SiwCq::idx"),
+            idx <- new_spinlock_irq!(Idx { put: 0, get: 0, qps }, "SiwCq::idx"),
             overflowed: AtomicBool::new(false),
             _count: count,
         }? Error);
@@ -179,13 +185,13 @@ impl SiwCq {
                 status: c.status,
                 bytes: c.bytes,
                 imm: c.invalidated.map_or(0, u64::from),
-                qp: if self.user {
-                    u64::from(c.qp_num)
-                } else {
-                    c.qp_handle
-                },
+                qp: u64::from(c.qp_num),
             },
         )?;
+        let slot = self.ring.slot(idx.put);
+        if let Some(q) = idx.qps.get_mut(slot) {
+            *q = c.qp_handle;
+        }
         let inval = if c.invalidated.is_some() {
             wqe::REM_INVAL
         } else {
@@ -224,7 +230,7 @@ impl SiwCq {
                 opcode: wc_opcode(c.opcode),
                 status: wc_status(c.status),
                 byte_len: c.bytes,
-                qp: c.qp,
+                qp: idx.qps.get(self.ring.slot(idx.get)).copied().flatten(),
                 invalidated: (f & wqe::REM_INVAL != 0).then_some(c.imm as u32),
             };
             flags.store(0, Ordering::Release);

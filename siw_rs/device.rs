@@ -204,7 +204,7 @@ impl netdev::Notifier for Siw {
             return;
         };
         // A C siw device on this netdev is the C siw's business.
-        if !sdev.is_ours() {
+        if sdev.as_driver::<Siw>().is_none() {
             return;
         }
         match event {

@@ -34,6 +34,7 @@ use crate::{
                 Av,
                 Cq,
                 CqRef,
+                KernelQp,
                 QpCap,
                 QpInit,
                 QpModify,
@@ -130,8 +131,8 @@ static NEXT_QPN: AtomicU32 = AtomicU32::new(1);
 pub(crate) struct QpIds {
     /// The QP number (user CQs).
     pub(crate) qpn: u32,
-    /// The `ib_qp` (kernel CQs).
-    pub(crate) handle: u64,
+    /// The QP as kernel CQs report it.
+    pub(crate) handle: Option<KernelQp>,
 }
 
 /// The send and receive CQs.

@@ -79,7 +79,7 @@ pub(crate) struct Cqe {
     pub(crate) bytes: u32,
     /// `imm_data` / `inval_stag`.
     pub(crate) imm: u64,
-    /// `qp_id` for user CQs, the `ib_qp` pointer for kernel CQs.
+    /// `qp_id` (the QP number; kernel CQs keep their `ib_qp` handles beside the ring).
     pub(crate) qp: u64,
 }
 
@@ -202,12 +202,17 @@ impl Ring {
         Ok(Self { mem, entries, mmap })
     }
 
+    /// The slot a free-running `counter` names: `entries` is a power of two, so this is a
+    /// mask.
+    pub(crate) fn slot(&self, counter: u32) -> usize {
+        (counter & self.entries.wrapping_sub(1)) as usize
+    }
+
     /// The byte offset of the slot a free-running `counter` names, for elements of `elem`
-    /// bytes. `entries` is a power of two, so this is a mask; arithmetic saturates, and an
-    /// offset past the end is rejected by every accessor of the memory.
+    /// bytes. Arithmetic saturates, and an offset past the end is rejected by every accessor
+    /// of the memory.
     pub(crate) fn offset(&self, counter: u32, elem: usize) -> usize {
-        let slot = counter & self.entries.wrapping_sub(1);
-        (slot as usize).saturating_mul(elem)
+        self.slot(counter).saturating_mul(elem)
     }
 
     /// The byte offset just past the last element (where a CQ's control word sits).

@@ -115,7 +115,7 @@ struct SiwRs {
     #[pin]
     addrs: glue::net::netdev::AddrNotifierRegistration<device::Siw>,
     /// siw_rs's devices; dropped last, unregistering every device still present.
-    devices: glue::rdma::device::Registry,
+    devices: glue::rdma::device::Registry<device::Siw>,
     /// The connections' workqueue; destroyed after the devices, waiting for their work.
     wq: glue::workqueue::Guard,
     /// The bindings agree with the C layouts (checked first: nothing else may run before).
@@ -127,7 +127,7 @@ impl kernel::InPlaceModule for SiwRs {
         try_pin_init!(Self {
             layout: glue::layout::check()?,
             wq: glue::workqueue::Guard::new(c"siw_rs_wq")?,
-            devices: glue::rdma::device::Registry::init(),
+            devices: glue::rdma::device::Registry::new(),
             notifier <- glue::net::netdev::NotifierRegistration::new(),
             addrs <- glue::net::netdev::AddrNotifierRegistration::new(),
             link <- glue::rdma::link::Registration::new(),

@@ -70,12 +70,13 @@ use kernel::{
 fn qp_ids(qp: &Qp<Siw>) -> crate::qp::QpIds {
     crate::qp::QpIds {
         qpn: qp.qp_num(),
-        handle: qp.kernel_handle(),
+        handle: Some(qp.kernel_handle()),
     }
 }
 
 #[vtable]
 impl ibdev::Driver for Siw {
+    type Module = crate::SiwRs;
     const DRIVER_ID: DriverId = siw_abi::DRIVER_ID;
     const UVERBS_ABI_VER: u32 = siw_abi::ABI_VERSION;
 

@@ -11,8 +11,8 @@
 //!
 //! A Rust driver may share its driver id with a C driver (siw_rs shares `RDMA_DRIVER_SIW`
 //! with the C siw, as libsiw matches on it), so the core's per-driver helpers such as
-//! `ib_unregister_driver()` could reach the other driver's devices. The module therefore
-//! keeps its own [`Registry`] of the devices it created and tears down only those.
+//! `ib_unregister_driver()` could reach the other driver's devices. Each driver therefore
+//! keeps a [`Registry`] in its module data, which tears down that driver's devices alone.
 
 use super::{
     cm::{
@@ -57,7 +57,11 @@ use crate::glue::{
 };
 use core::{
     marker::PhantomData,
-    ptr::NonNull, //
+    ptr::NonNull,
+    sync::atomic::{
+        AtomicU8,
+        Ordering, //
+    }, //
 };
 use kernel::{
     error::{
@@ -194,6 +198,9 @@ fn not_implemented<R>() -> Result<R> {
 /// the create op returns, and dropped in place after the matching destroy op.
 #[vtable]
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
+    /// The module the driver's code lives in: it owns the driver's devices (`ops.owner`),
+    /// so it stays loaded while the core or a process uses one.
+    type Module: ModuleMetadata;
     /// The driver id user space matches on (`ib_device_ops.driver_id`).
     const DRIVER_ID: DriverId;
     /// The uverbs ABI version of the driver's user-space provider.
@@ -449,15 +456,11 @@ impl<T: Driver> Device<T> {
     /// device registration or release.
     pub(crate) fn find_ours<R>(f: impl Fn(&Self) -> Option<R>) -> Option<R> {
         let list = DEVICES.lock();
-        let ours = Adapter::<T>::dealloc_driver as unsafe extern "C" fn(_) as usize;
         for d in list.devices.iter() {
-            let raw = d.0.as_ptr();
-            // SAFETY: A recorded device is alive (the list holds a reference) and its ops are
-            // set before it is recorded.
-            let dealloc = unsafe { (*raw).ops.dealloc_driver };
-            if dealloc.map(|f| f as usize) != Some(ours) {
+            if !d.is_of::<T>() {
                 continue;
             }
+            let raw = d.0.as_ptr();
             // SAFETY: `T` made the device, so it is the `ib` of a `Device<T>`; its data lives
             // until `dealloc_driver`, which takes it off this list, under this lock, first.
             if let Some(r) = f(unsafe { Self::from_raw(raw) }) {
@@ -493,7 +496,7 @@ impl<T: Driver> Device<T> {
         unsafe { core::ptr::addr_of_mut!((*dev).data).write(data) };
         // INVARIANT: `ops` is set to our table right after `data` is initialised.
         let mut ops = Adapter::<T>::OPS;
-        ops.owner = this_module();
+        ops.owner = kernel::module::this_module::<T::Module>().as_ptr().cast();
         // SAFETY: `raw` is a valid, not yet registered device; `ib_set_device_ops` copies the
         // table.
         unsafe { bindings::ib_set_device_ops(raw, &ops) };
@@ -558,13 +561,6 @@ impl<T: Driver> Device<T> {
     }
 }
 
-/// This module's `struct module`, which owns the devices it creates (`ops.owner`).
-fn this_module() -> *mut bindings::module {
-    <crate::LocalModule as ModuleMetadata>::THIS_MODULE
-        .as_ptr()
-        .cast()
-}
-
 /// A reference on the `struct device` inside an `ib_device` (`get_device`/`put_device`).
 ///
 /// # Invariants
@@ -586,6 +582,16 @@ impl RegRef {
         Self(unsafe { NonNull::new_unchecked(raw) })
     }
 
+    /// Whether driver `T` made the device.
+    fn is_of<T: Driver>(&self) -> bool {
+        // SAFETY: A recorded device is alive (we hold a reference) and its ops are set
+        // before it is recorded.
+        let dealloc = unsafe { (*self.0.as_ptr()).ops.dealloc_driver };
+        // Each driver type has its own `dealloc_driver` (the adapter is generic over it).
+        let ours = Adapter::<T>::dealloc_driver as unsafe extern "C" fn(_) as usize;
+        dealloc.map(|f| f as usize) == Some(ours)
+    }
+
     /// Unregisters the device and waits until it is gone; a no-op if already unregistered.
     fn unregister(&self) {
         // SAFETY: By the type invariant the memory is valid; `ib_unregister_device` is
@@ -601,25 +607,43 @@ impl Drop for RegRef {
     }
 }
 
-/// The list of `RegRef`s of every device this module registered and has not seen released.
+/// The `RegRef`s of every device a driver of this layer registered and has not seen
+/// released, whichever driver it is: each entry knows its driver by its ops.
 struct DeviceList {
     devices: KVec<RegRef>,
 }
 
 kernel::sync::global_lock! {
-    // SAFETY: `Registry::init` is called first thing in module init, before any device exists.
+    // SAFETY: `Registry::new` initialises it, once, before any device can be registered
+    // (every driver creates its registry in module init, before it registers anything).
     unsafe(uninit) static DEVICES: Mutex<DeviceList> = DeviceList { devices: KVec::new() };
 }
 
-/// The module's own registry of its devices; dropping it unregisters all of them.
-pub(crate) struct Registry(());
+/// Whether `DEVICES` is initialised: 0 no, 1 being initialised, 2 yes.
+static DEVICES_STATE: AtomicU8 = AtomicU8::new(0);
 
-impl Registry {
-    /// Initialises the registry. Must be called once, before any device is created.
-    pub(crate) fn init() -> Self {
-        // SAFETY: Called once from module init, before any other use of `DEVICES`.
-        unsafe { DEVICES.init() };
-        Registry(())
+/// Driver `T`'s registry of its devices, kept in its module data; dropping it (module exit)
+/// unregisters every device of `T` still present, and only those.
+pub(crate) struct Registry<T: Driver>(PhantomData<fn() -> T>);
+
+impl<T: Driver> Registry<T> {
+    /// The registry; created in module init, before the driver registers any device.
+    pub(crate) fn new() -> Self {
+        match DEVICES_STATE.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                // SAFETY: The exchange above lets exactly one caller get here, and nobody
+                // uses `DEVICES` before the state below says it is ready.
+                unsafe { DEVICES.init() };
+                DEVICES_STATE.store(2, Ordering::Release);
+            }
+            // Another driver's registry is initialising it right now.
+            Err(_) => {
+                while DEVICES_STATE.load(Ordering::Acquire) != 2 {
+                    core::hint::spin_loop();
+                }
+            }
+        }
+        Registry(PhantomData)
     }
 
     /// Forgets `raw` (called from `dealloc_driver`); returns its reference, if recorded.
@@ -630,13 +654,20 @@ impl Registry {
     }
 }
 
-impl Drop for Registry {
+impl<T: Driver> Drop for Registry<T> {
     fn drop(&mut self) {
-        // Take the list out under the lock, then unregister without it: `dealloc_driver`
-        // takes the lock too. Each entry is put exactly once: by us for the ones we took,
-        // by `dealloc_driver` for the ones it removed first.
-        let devices = core::mem::take(&mut DEVICES.lock().devices);
-        for d in devices.iter() {
+        // Take `T`'s entries out one at a time under the lock, and unregister each without
+        // it: `dealloc_driver` takes the lock too. Each entry is put exactly once: by us for
+        // the ones we took, by `dealloc_driver` for the ones it removed first.
+        loop {
+            let taken = {
+                let mut list = DEVICES.lock();
+                match list.devices.iter().position(RegRef::is_of::<T>) {
+                    Some(pos) => list.devices.remove(pos).ok(),
+                    None => None,
+                }
+            };
+            let Some(d) = taken else { break };
             d.unregister();
         }
     }
@@ -666,13 +697,6 @@ impl DeviceRef {
         NonNull::new(raw).map(Self)
     }
 
-    /// Whether the device belongs to this module (rather than to another driver of its id).
-    pub(crate) fn is_ours(&self) -> bool {
-        // SAFETY: By the type invariant the device is registered and its ops are set.
-        let owner = unsafe { (*self.0.as_ptr()).ops.owner };
-        owner == this_module()
-    }
-
     /// Schedules unregistration (for callers that hold RTNL, like the netdev notifier).
     pub(crate) fn unregister_queued(&self) {
         // SAFETY: The device is registered and we hold a reference; the core takes its own
@@ -697,7 +721,8 @@ impl DeviceRef {
         };
     }
 
-    /// The device as driver `T`'s, if `T` made it (with [`Device::register`]).
+    /// The device as driver `T`'s, if `T` made it (with [`Device::register`]), rather than
+    /// another driver of its id.
     pub(crate) fn as_driver<T: Driver>(&self) -> Option<&Device<T>> {
         // SAFETY: By the type invariant the device is registered and its ops are set.
         let dealloc = unsafe { (*self.0.as_ptr()).ops.dealloc_driver };
@@ -830,7 +855,7 @@ impl<T: Driver> Adapter<T> {
     pub(super) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
         // Drop the registry's reference, if the registry still held it (module unload
         // takes the references out first and drops them itself).
-        drop(Registry::remove(ib));
+        drop(Registry::<T>::remove(ib));
         // SAFETY: By `Device<T>`'s invariants `data` is initialised until now; the core never
         // calls into the device again, so nothing can observe it after the drop.
         unsafe {

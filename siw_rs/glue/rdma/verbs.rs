@@ -147,8 +147,10 @@ impl<D> Obj<bindings::ib_qp, D> {
     }
 
     /// The QP as kernel consumers name it in work completions (`wc->qp`).
-    pub(crate) fn kernel_handle(&self) -> u64 {
-        self.as_ptr() as usize as u64
+    pub(crate) fn kernel_handle(&self) -> KernelQp {
+        // INVARIANT: Made from this live QP.
+        // SAFETY: `as_ptr` of a live QP is not null.
+        KernelQp(unsafe { NonNull::new_unchecked(self.as_ptr()) })
     }
 
     /// The QP number.
@@ -810,6 +812,21 @@ impl WcOpcode {
     }
 }
 
+/// A QP as a kernel consumer's work completion names it (`ib_wc.qp`), to be stored with
+/// the completion until it is polled.
+///
+/// # Invariants
+///
+/// Made (by [`Qp::kernel_handle`]) from a QP that was live then. Only handed back to the
+/// consumer that owns the QP, never dereferenced here, so it may outlive the QP.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct KernelQp(NonNull<bindings::ib_qp>);
+
+// SAFETY: Only an address, never dereferenced by this layer.
+unsafe impl Send for KernelQp {}
+// SAFETY: As above.
+unsafe impl Sync for KernelQp {}
+
 /// A work completion taken from a kernel CQ (`struct ib_wc`).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Wc {
@@ -817,8 +834,8 @@ pub(crate) struct Wc {
     pub(crate) status: WcStatus,
     pub(crate) opcode: WcOpcode,
     pub(crate) byte_len: u32,
-    /// The QP, as [`Obj::kernel_handle`] named it.
-    pub(crate) qp: u64,
+    /// The QP, as [`Qp::kernel_handle`] named it (a real one: a driver cannot make one up).
+    pub(crate) qp: Option<KernelQp>,
     /// The local STag a received Send with Invalidate invalidated (`IB_WC_WITH_INVALIDATE`).
     pub(crate) invalidated: Option<u32>,
 }
@@ -1366,7 +1383,7 @@ impl<T: Driver> Adapter<T> {
                 out.status = w.status.to_c();
                 out.opcode = w.opcode.to_c();
                 out.byte_len = w.byte_len;
-                out.qp = w.qp as usize as *mut bindings::ib_qp;
+                out.qp = w.qp.map_or(core::ptr::null_mut(), |q| q.0.as_ptr());
                 if let Some(stag) = w.invalidated {
                     out.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as c_int;
                     out.ex.invalidate_rkey = stag;
