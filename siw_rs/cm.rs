@@ -771,7 +771,7 @@ impl Ep {
                 let mut st = qp.lock();
                 let ok = qp.connected(&mut st, self.clone(), params).is_ok();
                 // Peer-to-peer: the RTR message is the first FPDU, before any work.
-                if let (true, Some(rtr), Some(link)) = (ok, agreed.rtr, st.link.as_mut()) {
+                if let (true, Some(rtr), Some(link)) = (ok, agreed.rtr, st.link_mut()) {
                     link.tx.send_rtr(rtr);
                 }
                 ok
@@ -817,7 +817,7 @@ impl Ep {
         let Some(qp) = g.qp.as_ref() else {
             return;
         };
-        let rtr_in = qp.lock().link.as_ref().is_some_and(|l| l.rx.messages > 0);
+        let rtr_in = qp.lock().link().is_some_and(|l| l.rx.messages > 0);
         if rtr_in {
             g.phase = Phase::Established;
             if let Some(cm) = g.cm.as_ref() {
@@ -835,7 +835,7 @@ impl Ep {
         let mut again = false;
         {
             let mut st = qp.lock();
-            if !st.ep.as_ref().is_some_and(|e| Arc::ptr_eq(e, self)) {
+            if !st.ep().is_some_and(|e| Arc::ptr_eq(e, self)) {
                 // The QP left RTS; `close_from_qp` is on its way.
                 return;
             }
@@ -859,7 +859,7 @@ impl Ep {
             }
             match stop {
                 Some(RxStop::Term(e)) => {
-                    if let Some(link) = st.link.as_mut() {
+                    if let Some(link) = st.link_mut() {
                         let mut raw = [0u8; 72];
                         let h = link.rx.raw_header();
                         let n = h.len().min(raw.len());
@@ -875,7 +875,7 @@ impl Ep {
                 None => {}
             }
             if let Some(until) = g.tx_hold {
-                let heard = st.link.as_ref().is_some_and(|l| l.rx.messages > 0);
+                let heard = st.link().is_some_and(|l| l.rx.messages > 0);
                 if heard || (until - Instant::now()).as_millis_ceil() <= 0 {
                     g.tx_hold = None;
                 }
@@ -913,11 +913,11 @@ impl Ep {
         g.phase = Phase::Closed;
         if let Some(qp) = g.qp.take() {
             let mut st = qp.lock();
-            let ours = st.ep.as_ref().is_none_or(|e| Arc::ptr_eq(e, self));
+            let ours = st.ep().is_none_or(|e| Arc::ptr_eq(e, self));
             // A QP already in ERROR (its deadline passed, or its user moved it) was flushed
             // and told; nothing more to do for it.
             if ours
-                && st.state != State::Error
+                && st.state() != State::Error
                 && matches!(
                     prev,
                     Phase::Established
@@ -1303,14 +1303,14 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     let mut g = ep.inner.lock();
     {
         let mut st = qp.lock();
-        if st.ep.is_some() {
+        if st.ep().is_some() {
             return Err(EBUSY);
         }
         // Moved to ERROR meanwhile (being destroyed): nothing to connect.
-        if st.state == State::Error {
+        if st.state() == State::Error {
             return Err(EINVAL);
         }
-        st.ep = Some(ep.clone());
+        st.set_ep(ep.clone());
     }
     g.qp = Some(qp);
     g.policy = pol;
@@ -1330,7 +1330,7 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         // Failed at once (no route, say): the caller hears it, and the QP stays as it was,
         // as after the C siw's failed connect.
         if let Some(qp) = g.qp.take() {
-            qp.lock().ep = None;
+            qp.lock().clear_ep();
         }
         ep.close_locked(&mut g, How::Local);
         return Err(e);
@@ -1372,7 +1372,7 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnPa
     let params = LinkParams::of(&acc.agreed);
     {
         let mut st = qp.lock();
-        if st.ep.is_some() || qp.connected(&mut st, ep.clone(), params).is_err() {
+        if st.ep().is_some() || qp.connected(&mut st, ep.clone(), params).is_err() {
             drop(st);
             ep.close_locked(&mut g, How::Error);
             return Err(EINVAL);

@@ -200,22 +200,23 @@ impl ReadWatch {
     }
 }
 
-/// The mutable QP state.
+/// The mutable QP state (under the QP's state lock). Its fields are the QP's own; the
+/// transmit, receive and connection code reach them through the methods below.
 pub(crate) struct QpState {
-    pub(crate) state: State,
+    state: State,
     /// The receive queue's consumer index (free-running).
-    pub(crate) rq_get: u32,
+    rq_get: u32,
     /// The send queue's consumer index (free-running).
-    pub(crate) sq_get: u32,
-    pub(crate) ids: QpIds,
+    sq_get: u32,
+    ids: QpIds,
     /// The CQs; taken away when the QP is destroyed.
-    pub(crate) cqs: Option<Cqs>,
+    cqs: Option<Cqs>,
     /// The connection endpoint, while connecting or connected.
-    pub(crate) ep: Option<Arc<Ep>>,
+    ep: Option<Arc<Ep>>,
     /// The data path, while connected.
-    pub(crate) link: Option<KBox<Link>>,
+    link: Option<KBox<Link>>,
     /// The `ib_qp`, while the QP lives (for async events).
-    pub(crate) handle: Option<QpHandle>,
+    handle: Option<QpHandle>,
     /// A connection made by `modify_qp` (RTR with an address vector), from RTR until the
     /// QP leaves RTR/RTS.
     av: Option<AvConn>,
@@ -244,6 +245,61 @@ struct AvPlan {
 }
 
 impl QpState {
+    /// The verbs state.
+    pub(crate) fn state(&self) -> State {
+        self.state
+    }
+
+    /// How completions name the QP.
+    pub(crate) fn ids(&self) -> QpIds {
+        self.ids
+    }
+
+    /// The connection endpoint, while connecting or connected.
+    pub(crate) fn ep(&self) -> Option<&Arc<Ep>> {
+        self.ep.as_ref()
+    }
+
+    /// Makes `ep` the QP's endpoint (an active side's connect, before it is connected).
+    pub(crate) fn set_ep(&mut self, ep: Arc<Ep>) {
+        self.ep = Some(ep);
+    }
+
+    /// Forgets the endpoint (a connect that failed at once; the QP stays as it was).
+    pub(crate) fn clear_ep(&mut self) {
+        self.ep = None;
+    }
+
+    /// The data path, while connected.
+    pub(crate) fn link(&self) -> Option<&Link> {
+        self.link.as_deref()
+    }
+
+    /// The data path, while connected, to change.
+    pub(crate) fn link_mut(&mut self) -> Option<&mut Link> {
+        self.link.as_deref_mut()
+    }
+
+    /// The send queue's consumer index (free-running).
+    pub(crate) fn sq_get(&self) -> u32 {
+        self.sq_get
+    }
+
+    /// The send queue element at the consumer index is taken.
+    pub(crate) fn sq_taken(&mut self) {
+        self.sq_get = self.sq_get.wrapping_add(1);
+    }
+
+    /// The receive queue's consumer index (free-running), for taking the next element.
+    pub(crate) fn rq_get_mut(&mut self) -> &mut u32 {
+        &mut self.rq_get
+    }
+
+    /// The `ib_qp`, while the QP lives (for async events).
+    pub(crate) fn handle(&self) -> Option<&QpHandle> {
+        self.handle.as_ref()
+    }
+
     /// Adds `c` to the send (`send`) or receive CQ.
     pub(crate) fn complete(&self, send: bool, c: &Completion) -> Result {
         let Some(cqs) = &self.cqs else {

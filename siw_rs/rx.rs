@@ -145,7 +145,7 @@ fn read_err(e: AccessError) -> TermError {
 /// Once it has stopped, nothing more is consumed, by this pass or a later one.
 pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
     let (n, stop) = feed_until_stop(qp, st, buf);
-    if let Some(link) = st.link.as_mut() {
+    if let Some(link) = st.link_mut() {
         link.rx.bytes = link.rx.bytes.wrapping_add(n as u64);
         if stop.is_some() {
             link.rx.stopped = true;
@@ -157,7 +157,7 @@ pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
 fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
     let mut pos = 0usize;
     while pos < buf.len() {
-        let Some(link) = st.link.as_mut() else {
+        let Some(link) = st.link_mut() else {
             return (pos, None);
         };
         if link.rx.stopped {
@@ -183,13 +183,13 @@ fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
 }
 
 fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Result<(), RxStop> {
-    let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+    let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
     link.rx.tagged = None;
     match (h.opcode, h.ddp) {
         (Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate, _) => {
             if first {
                 let rqe = take_rqe(qp, st).ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
-                let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+                let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
                 link.rx.send = Some(rqe);
             }
             Ok(())
@@ -237,7 +237,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
 }
 
 fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8]) -> Result<(), RxStop> {
-    let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+    let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
     let h = *link
         .rx
         .recv
@@ -305,7 +305,7 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxSt
 }
 
 fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
-    let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+    let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
     let h = *link
         .rx
         .recv
@@ -342,7 +342,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 }
                 _ => (None, false),
             };
-            let link = st.link.as_mut().ok_or(RxStop::PeerTerminated)?;
+            let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
             let s = link
                 .rx
                 .send
@@ -360,8 +360,8 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 opcode: op::RECEIVE,
                 status,
                 bytes: len,
-                qp_num: st.ids.qpn,
-                qp_handle: st.ids.handle,
+                qp_num: st.ids().qpn,
+                qp_handle: st.ids().handle,
                 solicited: h.opcode.solicited(),
                 invalidated,
             };
@@ -424,12 +424,10 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
 /// must be exactly VALID.
 fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
     match qp.rq().as_ref() {
-        Some(rq) => take_from(
-            &rq.mem,
-            rq.offset(st.rq_get, RQE_SIZE),
-            qp.rq_max_sges(),
-            &mut st.rq_get,
-        ),
+        Some(rq) => {
+            let get = st.rq_get_mut();
+            take_from(&rq.mem, rq.offset(*get, RQE_SIZE), qp.rq_max_sges(), get)
+        }
         None => {
             let srq = qp.srq()?;
             let mut get = srq.get.lock();
@@ -438,7 +436,7 @@ fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
             let event = srq.limit_reached(at);
             drop(get);
             if event {
-                if let Some(h) = &st.handle {
+                if let Some(h) = st.handle() {
                     h.srq_limit_event();
                 }
             }

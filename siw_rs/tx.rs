@@ -239,7 +239,7 @@ pub(crate) enum Ran {
 pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, TxStop> {
     let mut burst = 0u32;
     loop {
-        let Some(link) = st.link.as_mut() else {
+        let Some(link) = st.link_mut() else {
             return Ok(Ran::Idle);
         };
         let crc = link.params.crc;
@@ -436,7 +436,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             continue;
         }
         // The next send queue element, if the user posted one.
-        let off = qp.sq().offset(st.sq_get, SQE_SIZE);
+        let off = qp.sq().offset(st.sq_get(), SQE_SIZE);
         let Some(flags) = qp.sq().mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
             return Ok(Ran::Idle);
         };
@@ -450,7 +450,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         }
         burst = burst.saturating_add(1);
         let sqe: Sqe = qp.sq().mem.read(off).ok_or(TxStop::Failed)?;
-        let Some(link) = st.link.as_mut() else {
+        let Some(link) = st.link_mut() else {
             return Ok(Ran::Idle);
         };
         let ord = usize::from(link.params.ord);
@@ -472,7 +472,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         };
         // The slot is the user's again once we hold a copy (the C siw releases at activation).
         flags.store(0, Ordering::Release);
-        st.sq_get = st.sq_get.wrapping_add(1);
+        st.sq_taken();
         let signalled = sqe.flags & wqe::SIGNALLED != 0 || qp.sig_all();
         if qp.is_kernel() && matches!(sqe.opcode, op::REG_MR | op::INVAL_STAG) {
             // A local operation: done here, in order, nothing on the wire.
@@ -622,7 +622,7 @@ fn activate(
         op::READ_LOCAL_INV if qp.is_kernel() => (Opcode::Send, Target::Tagged { stag: 0, to: 0 }),
         _ => return Err(wc::LOC_QP_OP_ERR),
     };
-    let link = st.link.as_mut().ok_or(wc::LOC_QP_OP_ERR)?;
+    let link = st.link_mut().ok_or(wc::LOC_QP_OP_ERR)?;
     let ord = link.params.ord;
     let tx = &mut link.tx;
     let solicited = sqe.flags & wqe::SOLICITED != 0;

@@ -670,6 +670,12 @@ impl<T: Driver> Drop for Registry<T> {
             let Some(d) = taken else { break };
             d.unregister();
         }
+        // The static is never dropped: give its buffer back once no driver has devices (the
+        // last driver's module is about to unload).
+        let mut list = DEVICES.lock();
+        if list.devices.is_empty() {
+            list.devices = KVec::new();
+        }
     }
 }
 
