@@ -300,6 +300,20 @@ impl QpState {
         self.handle.as_ref()
     }
 
+    /// The completion of a flushed work request (`IB_WC_WR_FLUSH_ERR`).
+    fn flushed(&self, id: u64, opcode: u8) -> Completion {
+        Completion {
+            id,
+            opcode,
+            status: wc::WR_FLUSH_ERR,
+            bytes: 0,
+            qp_num: self.ids.qpn,
+            qp_handle: self.ids.handle,
+            solicited: false,
+            invalidated: None,
+        }
+    }
+
     /// Adds `c` to the send (`send`) or receive CQ.
     pub(crate) fn complete(&self, send: bool, c: &Completion) -> Result {
         let Some(cqs) = &self.cqs else {
@@ -1302,16 +1316,7 @@ impl QpCore {
             if flags.load(Ordering::Acquire) == 0 {
                 break;
             }
-            let c = Completion {
-                id: rq.mem.read::<u64>(off).unwrap_or(0),
-                opcode: op::RECEIVE,
-                status: wc::WR_FLUSH_ERR,
-                bytes: 0,
-                qp_num: st.ids.qpn,
-                qp_handle: st.ids.handle,
-                solicited: false,
-                invalidated: None,
-            };
+            let c = st.flushed(rq.mem.read::<u64>(off).unwrap_or(0), op::RECEIVE);
             if st.complete(false, &c).is_err() {
                 break;
             }
@@ -1327,16 +1332,7 @@ impl QpCore {
         if let Some(link) = st.link.as_mut() {
             let pending = link.tx.take_pending();
             for (id, opcode) in pending.iter().flatten() {
-                let c = Completion {
-                    id: *id,
-                    opcode: *opcode,
-                    status: wc::WR_FLUSH_ERR,
-                    bytes: 0,
-                    qp_num: st.ids.qpn,
-                    qp_handle: st.ids.handle,
-                    solicited: false,
-                    invalidated: None,
-                };
+                let c = st.flushed(*id, *opcode);
                 let _ = st.complete(true, &c);
             }
         }
@@ -1349,16 +1345,7 @@ impl QpCore {
                 break;
             }
             let sqe: Sqe = self.sq.mem.read(off).unwrap_or_default();
-            let c = Completion {
-                id: sqe.id,
-                opcode: sqe.opcode,
-                status: wc::WR_FLUSH_ERR,
-                bytes: 0,
-                qp_num: st.ids.qpn,
-                qp_handle: st.ids.handle,
-                solicited: false,
-                invalidated: None,
-            };
+            let c = st.flushed(sqe.id, sqe.opcode);
             if st.complete(true, &c).is_err() {
                 break;
             }
