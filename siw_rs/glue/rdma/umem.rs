@@ -20,9 +20,11 @@ use kernel::{
 ///
 /// Released in process context, whatever context drops it: the last reference to a region
 /// may go in the socket read actor (atomic), and `ib_umem_release` may sleep (unpinning
-/// dirty pages takes the page lock). Dropping queues the release on the module's workqueue,
-/// with a work item allocated together with the umem, so it cannot fail. Module exit
-/// drains that queue, and the umem holds a reference on its device until it is released.
+/// dirty pages takes the page lock). Dropping queues the release on
+/// [`workqueue::queue`], with a work item allocated together with the umem, so it cannot
+/// fail. That is the queue whose draining outlives the code that runs the release: the
+/// module's own, destroyed at module exit (in a built-in layer, whose code never goes away,
+/// a system queue would do). The umem holds a reference on its device until it is released.
 pub(crate) struct Umem(Option<Pin<KBox<UmemRelease>>>);
 
 /// A pinned umem and a reference on its device, both released on drop.
