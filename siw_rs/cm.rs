@@ -32,6 +32,7 @@ use crate::{
     },
     qp::{LinkParams, QpCore},
     rx::{self, RxStop},
+    stats::Counter,
     table::Tables,
     tx::{self, TxStop},
 };
@@ -637,7 +638,7 @@ impl Ep {
             Ok(_) => {}
             Err(rej) => {
                 if rej.reply_with_reject() {
-                    send_reject(g.sock.as_ref(), &pol, &frame.header, &[]);
+                    send_reject(&self.tables, g.sock.as_ref(), &pol, &frame.header, &[]);
                 }
                 self.close_locked(g, How::Error);
                 return;
@@ -689,7 +690,7 @@ impl Ep {
                 "siw_rs: connection manager refused a connect request: {:?}\n",
                 e
             );
-            send_reject(Some(sock), &pol, &frame.header, &[]);
+            send_reject(&self.tables, Some(sock), &pol, &frame.header, &[]);
             self.close_locked(g, How::Error);
         }
     }
@@ -750,7 +751,10 @@ impl Ep {
             Ok(a) => a,
             Err(rej) => {
                 let (status, n) = match rej {
-                    Reject::PeerRejected => (ECONNREFUSED, n),
+                    Reject::PeerRejected => {
+                        self.tables.count(Counter::ConnectionsRefused);
+                        (ECONNREFUSED, n)
+                    }
                     _ => (ECONNRESET, 0),
                 };
                 self.report_reply(
@@ -1192,7 +1196,13 @@ impl Ep {
             Ok(acc) => acc,
             Err(r) => {
                 pr_debug!("siw_rs: av request refused: {:?}\n", r);
-                send_reject(g.sock.as_ref(), &pol, &header, &Message::Refuse(r).encode());
+                send_reject(
+                    &self.tables,
+                    g.sock.as_ref(),
+                    &pol,
+                    &header,
+                    &Message::Refuse(r).encode(),
+                );
                 self.close_locked(g, How::Error);
                 return;
             }
@@ -1222,8 +1232,15 @@ fn notify(cm: &CmId, ev: CmEvent) {
 }
 
 /// Answers the request `req` with a reject frame carrying `private_data` (the core passes
-/// at most 255 bytes).
-fn send_reject(sock: Option<&Socket>, policy: &MpaPolicy, req: &MpaHeader, private_data: &[u8]) {
+/// at most 255 bytes), and counts the refusal on the device of `tables`.
+fn send_reject(
+    tables: &Tables,
+    sock: Option<&Socket>,
+    policy: &MpaPolicy,
+    req: &MpaHeader,
+    private_data: &[u8],
+) {
+    tables.count(Counter::ConnectionsRefused);
     let f = MpaFrame {
         header: reject_reply(policy, req),
         ird_ord: None,
@@ -1412,7 +1429,13 @@ pub(crate) fn reject(dev: &Device<Siw>, req: RequestCookie, private_data: &[u8])
     let mut g = ep.inner.lock();
     if g.phase == Phase::Requested {
         if let Ok(frame) = g.mpa.frame() {
-            send_reject(g.sock.as_ref(), &g.policy, &frame.header, private_data);
+            send_reject(
+                &d.tables,
+                g.sock.as_ref(),
+                &g.policy,
+                &frame.header,
+                private_data,
+            );
         }
     }
     ep.close_locked(&mut g, How::Error);

@@ -91,6 +91,7 @@ use crate::{
     },
     rx::RxState,
     srq::SrqShared,
+    stats::{Counter, QpStats},
     table::Tables,
     tx::TxState,
 };
@@ -347,8 +348,10 @@ pub(crate) struct QpCore {
     srq: Option<Arc<SrqShared>>,
     sig_all: bool,
     kernel: bool,
-    /// The device's lookup tables (memory regions).
+    /// The device's lookup tables (memory regions) and counters.
     tables: Arc<Tables>,
+    /// The connection's counts, until they move to the device's when it ends.
+    stats: QpStats,
     #[pin]
     st: Mutex<QpState>,
     /// References of the connection manager (`iw_add_ref`), plus one of the QP itself.
@@ -548,6 +551,11 @@ impl QpCore {
         &self.tables
     }
 
+    /// The connection's counts (written under the state lock).
+    pub(crate) fn stats(&self) -> &QpStats {
+        &self.stats
+    }
+
     /// Locks the QP's state.
     pub(crate) fn lock(&self) -> kernel::sync::MutexGuard<'_, QpState> {
         self.st.lock()
@@ -643,6 +651,7 @@ impl SiwQp {
                 sig_all,
                 kernel,
                 tables: dev.tables.clone(),
+                stats: QpStats::new(),
                 st <- new_mutex!(QpState {
                     state: State::Idle,
                     rq_get: 0,
@@ -904,6 +913,12 @@ impl SiwQp {
                 ..Default::default()
             },
         );
+        // A QP whose connection ended without `link_down` (already in ERROR) still holds
+        // its counts: move them before the QP leaves the table readers walk.
+        {
+            let _st = self.core.st.lock();
+            self.tables.retire(&self.core);
+        }
         drop(self.tables.remove_qp(self.core.qpn));
         self.core.timers_cancel();
         self.core.cm_put();
@@ -1265,6 +1280,7 @@ impl QpCore {
         st.ep = Some(ep);
         self.set_state(st, next);
         self.arm_watchdog();
+        self.tables.count(Counter::ConnectionsEstablished);
         Ok(())
     }
 
@@ -1286,6 +1302,8 @@ impl QpCore {
         let Some(mut link) = st.link.take() else {
             return;
         };
+        // Nothing counts on this QP without a link: its counts are final.
+        self.tables.retire(self);
         if let Some((id, status)) = link.rx.take_recv() {
             let c = Completion {
                 id,

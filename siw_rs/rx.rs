@@ -26,6 +26,7 @@ use crate::{
     },
     qp::{LinkParams, QpCore, QpState},
     queue::{Rqe, Sges, WQE_FLAGS},
+    stats::Counter,
     tx::read_done,
 };
 use core::sync::atomic::Ordering;
@@ -166,13 +167,24 @@ fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
         let rest = buf.get(pos..).unwrap_or(&[]);
         let step = match link.rx.recv.feed(rest) {
             Ok(s) => s,
-            Err(e) => return (pos, Some(RxStop::Term(e))),
+            Err(e) => {
+                if e == TermError::LlpCrc {
+                    qp.tables().count(Counter::CrcErrors);
+                }
+                return (pos, Some(RxStop::Term(e)));
+            }
         };
         pos = pos.saturating_add(step.consumed);
         let r = match step.event {
             None => Ok(()),
-            Some(Event::Header { header, first }) => on_header(qp, st, &header, first),
-            Some(Event::Payload(p)) => on_payload(qp, st, p),
+            Some(Event::Header { header, first }) => {
+                qp.stats().add(Counter::RxFpdus, 1);
+                on_header(qp, st, &header, first)
+            }
+            Some(Event::Payload(p)) => {
+                qp.stats().add(Counter::RxBytes, p.len() as u64);
+                on_payload(qp, st, p)
+            }
             Some(Event::End) => on_end(qp, st),
         };
         if let Err(e) = r {
@@ -413,9 +425,13 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 .irq
                 .push_within_capacity(rr)
                 .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
+            qp.stats().add(Counter::ReadRequestsServed, 1);
             Ok(())
         }
-        Opcode::Terminate => Err(RxStop::PeerTerminated),
+        Opcode::Terminate => {
+            qp.tables().count(Counter::TerminatesReceived);
+            Err(RxStop::PeerTerminated)
+        }
         _ => Ok(()),
     }
 }

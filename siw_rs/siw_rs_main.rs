@@ -50,6 +50,8 @@ mod rx;
 #[forbid(unsafe_code)]
 mod srq;
 #[forbid(unsafe_code)]
+mod stats;
+#[forbid(unsafe_code)]
 mod table;
 #[forbid(unsafe_code)]
 mod tx;

@@ -12,6 +12,7 @@ use crate::{
     },
     mr::{MrCore, STAG_INDEX_MASK},
     qp::QpCore,
+    stats::{self, Counter, DevStats},
 };
 use kernel::{
     new_mutex, new_spinlock_irq,
@@ -46,6 +47,9 @@ pub(crate) struct Tables {
     /// live here; each leaves on accept, reject, or its deadline.
     #[pin]
     requests: Mutex<KVec<(RequestCookie, Arc<Ep>)>>,
+    /// The port counters.
+    #[pin]
+    stats: DevStats,
 }
 
 impl Tables {
@@ -56,6 +60,7 @@ impl Tables {
                 qps <- new_spinlock_irq!(RBTree::new(), "Tables::qps"),
                 mrs <- XArray::new(AllocKind::Alloc1),
                 requests <- new_mutex!(KVec::new(), "Tables::requests"),
+                stats <- DevStats::new(),
             }),
             GFP_KERNEL,
         )
@@ -79,6 +84,25 @@ impl Tables {
             Some(_) => Err(EEXIST),
             None => Ok(()),
         }
+    }
+
+    /// Counts one `c` (a rare event).
+    pub(crate) fn count(&self, c: Counter) {
+        self.stats.event(c);
+    }
+
+    /// The device's counters: the totals, and what its connections still up have counted.
+    pub(crate) fn counters(&self, out: &mut [u64]) {
+        self.stats.read(out, |out| {
+            for (_, qp) in self.qps.lock().iter() {
+                stats::add_live(out, qp.stats());
+            }
+        });
+    }
+
+    /// Moves a QP's counts into the device's totals (its connection ended).
+    pub(crate) fn retire(&self, qp: &QpCore) {
+        self.stats.retire(qp.stats());
     }
 
     /// Forgets QP `qpn`.

@@ -28,6 +28,7 @@ use crate::{
     },
     qp::{sq_completion, QpCore, QpState, OK},
     queue::{RegMrWqe, Sqe, SQE_INLINE, WQE_FLAGS},
+    stats::Counter,
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
@@ -271,10 +272,13 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 return Ok(Ran::Idle);
             }
             let last = f.last;
+            qp.stats().add(Counter::TxFpdus, 1);
+            qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
             tx.fpdu = None;
             if last {
                 let a = tx.active.take().ok_or(TxStop::Failed)?;
                 if a.term {
+                    qp.tables().count(Counter::TerminatesSent);
                     return Err(TxStop::Terminated);
                 }
                 if let Some((id, opcode, bytes)) = a.done {

@@ -77,6 +77,7 @@ fn qp_ids(qp: &Qp<Siw>) -> crate::qp::QpIds {
 #[vtable]
 impl ibdev::Driver for Siw {
     type Module = crate::SiwRs;
+    const PORT_COUNTERS: &'static [&'static CStr] = crate::stats::NAMES;
     const DRIVER_ID: DriverId = siw_abi::DRIVER_ID;
     const UVERBS_ABI_VER: u32 = siw_abi::ABI_VERSION;
 
@@ -103,6 +104,11 @@ impl ibdev::Driver for Siw {
             gid_tbl_len: attr.gid_tbl_len,
             core_cap_flags: ibdev::CORE_PORT_IWARP,
         })
+    }
+
+    fn port_counters(dev: &Device<Self>, _port: u32, out: &mut [u64]) -> Result {
+        dev.data().tables.counters(out);
+        Ok(())
     }
 
     fn query_gid(dev: &Device<Self>, _port: u32, index: i32) -> Result<[u8; 16]> {

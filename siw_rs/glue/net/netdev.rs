@@ -139,8 +139,7 @@ impl NetDev {
     pub(crate) fn ip_addrs(&self, out: &mut [[u8; 16]]) -> usize {
         // SAFETY: By the type invariant the device is alive; `out` is `out.len()` writable
         // 16-byte arrays, and the helper writes at most that many.
-        let n =
-            unsafe { bindings::netdev_ip_addrs(self.as_ptr(), out.as_mut_ptr(), out.len()) };
+        let n = unsafe { bindings::netdev_ip_addrs(self.as_ptr(), out.as_mut_ptr(), out.len()) };
         n.min(out.len())
     }
 

@@ -203,6 +203,9 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type Module: ModuleMetadata;
     /// The driver id user space matches on (`ib_device_ops.driver_id`).
     const DRIVER_ID: DriverId;
+    /// The names of the port counters (`rdma statistic show`), in the order
+    /// [`Driver::port_counters`] reports them.
+    const PORT_COUNTERS: &'static [&'static CStr] = &[];
     /// The uverbs ABI version of the driver's user-space provider.
     const UVERBS_ABI_VER: u32;
 
@@ -229,6 +232,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
     /// Immutable attributes of port `port`, read once at registration.
     fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+    /// The values of port `port`'s counters, one per name of [`Driver::PORT_COUNTERS`], into
+    /// `out`. Called in process context.
+    fn port_counters(_dev: &Device<Self>, _port: u32, _out: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// GID `index` of port `port`.
     fn query_gid(_dev: &Device<Self>, _port: u32, _index: i32) -> Result<[u8; 16]> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -387,12 +395,16 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
 /// # Invariants
 ///
 /// - `ib` is an `ib_device` allocated by `_ib_alloc_device` with room for `Self`, and `ops`
-///   set to [`Adapter<T>`]'s table; `data` is initialised from then until `dealloc_driver`.
+///   set to [`Adapter<T>`]'s table; `data` and `counters` are initialised from then until
+///   `dealloc_driver`.
+/// - `counters` has one descriptor per name of `T::PORT_COUNTERS`, naming it.
 /// - `ib` is at offset 0 (`repr(C)`, first field), so a pointer to the `ib_device` is a
 ///   pointer to the `Device<T>`.
 #[repr(C)]
 pub(crate) struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
+    /// The port counters' descriptors, which every `rdma_hw_stats` of the device points to.
+    counters: KVec<bindings::rdma_stat_desc>,
     data: T::Data,
 }
 
@@ -484,6 +496,12 @@ impl<T: Driver> Device<T> {
             // build for); anything stricter would misplace `data`.
             assert!(core::mem::align_of::<Self>() <= 8);
         }
+        let mut counters = KVec::with_capacity(T::PORT_COUNTERS.len(), GFP_KERNEL)?;
+        for name in T::PORT_COUNTERS {
+            let mut d: bindings::rdma_stat_desc = pin_init::zeroed();
+            d.name = name.as_char_ptr();
+            counters.push(d, GFP_KERNEL)?;
+        }
         // SAFETY: Allocates a zeroed `ib_device` with room for `Self` behind it.
         let raw = unsafe { bindings::ib_alloc_device(core::mem::size_of::<Self>()) };
         if raw.is_null() {
@@ -493,7 +511,10 @@ impl<T: Driver> Device<T> {
         // SAFETY: `raw` has room for a `Self`; `data` is not initialised yet, so we write it
         // without dropping the zeroes. From here `dealloc_driver` (which runs on every path
         // that frees the device, `ib_dealloc_device` included) drops it.
-        unsafe { core::ptr::addr_of_mut!((*dev).data).write(data) };
+        unsafe {
+            core::ptr::addr_of_mut!((*dev).data).write(data);
+            core::ptr::addr_of_mut!((*dev).counters).write(counters);
+        }
         // INVARIANT: `ops` is set to our table right after `data` is initialised.
         let mut ops = Adapter::<T>::OPS;
         ops.owner = kernel::module::this_module::<T::Module>().as_ptr().cast();
@@ -783,6 +804,10 @@ impl<T: Driver> Adapter<T> {
         if T::HAS_QUERY_GID {
             ops.query_gid = Some(Self::query_gid);
         }
+        if T::HAS_PORT_COUNTERS {
+            ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+            ops.get_hw_stats = Some(Self::get_hw_stats);
+        }
         if T::HAS_ALLOC_UCONTEXT {
             ops.alloc_ucontext = Some(Self::alloc_ucontext);
             ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
@@ -865,7 +890,9 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: By `Device<T>`'s invariants `data` is initialised until now; the core never
         // calls into the device again, so nothing can observe it after the drop.
         unsafe {
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*ib.cast::<Device<T>>()).data))
+            let dev = ib.cast::<Device<T>>();
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).counters));
         };
     }
 
@@ -954,6 +981,70 @@ impl<T: Driver> Adapter<T> {
             // SAFETY: `attr` points to a writable `ib_port_attr`.
             unsafe { attr.write(out) };
             Ok(0)
+        })
+    }
+
+    /// The `alloc_hw_port_stats` callback: a stats struct over the device's descriptors.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.alloc_hw_port_stats` of a device of
+    /// driver `T`, with the arguments that callback documents.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        // SAFETY: As in `query_device`.
+        let dev = unsafe { Device::<T>::from_raw(ib) };
+        let Ok(n) = c_int::try_from(dev.counters.len()) else {
+            return core::ptr::null_mut();
+        };
+        // SAFETY: `counters` holds `n` descriptors, each naming a `'static` string. They stay
+        // allocated until `dealloc_driver`, after unregistration, by when the core reads no
+        // stats struct of the device any more (it only frees them later, which reads no
+        // descriptor).
+        unsafe {
+            bindings::rdma_alloc_hw_stats_struct(
+                dev.counters.as_ptr(),
+                n,
+                bindings::RDMA_HW_STATS_DEFAULT_LIFESPAN as usize,
+            )
+        }
+    }
+
+    /// The `get_hw_stats` callback: every counter of port `port`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.get_hw_stats` of a device of driver
+    /// `T`, with a stats struct that `alloc_hw_port_stats` made, under its lock.
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: As in `query_device`.
+            let dev = unsafe { Device::<T>::from_raw(ib) };
+            if stats.is_null() || port == 0 {
+                return Err(EINVAL);
+            }
+            // SAFETY: `stats` is a live stats struct of `alloc_hw_port_stats` (above).
+            let num = unsafe { (*stats).num_counters };
+            let n = usize::try_from(num)
+                .map_err(|_| EINVAL)?
+                .min(dev.counters.len());
+            // SAFETY: The struct has `num_counters >= n` values behind it, and the core holds
+            // its lock, so nothing else writes them during the call.
+            let values = unsafe {
+                core::slice::from_raw_parts_mut(
+                    core::ptr::addr_of_mut!((*stats).value).cast::<u64>(),
+                    n,
+                )
+            };
+            T::port_counters(dev, port, values)?;
+            Ok(c_int::try_from(n).unwrap_or(0))
         })
     }
 

@@ -149,12 +149,7 @@ impl UserPages {
             return Err(EINVAL);
         }
         // SAFETY: A live umem.
-        let (n, first) = unsafe {
-            (
-                bindings::ib_umem_num_pages(u),
-                bindings::ib_umem_offset(u),
-            )
-        };
+        let (n, first) = unsafe { (bindings::ib_umem_num_pages(u), bindings::ib_umem_offset(u)) };
         let mut raw: KVec<*mut bindings::page> = KVec::with_capacity(n, GFP_KERNEL)?;
         raw.resize(n, core::ptr::null_mut(), GFP_KERNEL)?;
         // SAFETY: A live umem; `raw` has room for `n` entries.

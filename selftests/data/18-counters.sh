@@ -1,0 +1,77 @@
+# Port counters (`rdma statistic show link DEV/1`): move known amounts of data between two
+# siw_rs devices and read the counters back. New devices count nothing. After
+# `ib_write_bw -n 100 -s 65536` the client sent its 6,553,600 bytes of Writes plus
+# perftest's few small handshake Sends, and what one end counts as sent the other counts as
+# received, FPDU for FPDU and byte for byte. After `ib_read_bw -n 100` the server served
+# exactly 100 Read Requests. Each run is one connection on each end; nothing failed, so no
+# Terminate, CRC error or refusal is counted.
+. "$ROOT/selftests/lib/common.sh"
+cleanup() { pkill -f 'ib_(write|read)_bw' || true; two_hosts_down; }
+two_hosts siw_rs siw_rs
+
+# counter DEV NAME: the value of counter NAME of DEV's port 1.
+counter() {
+	local out
+	out=$(rdma statistic show link "$1/1") || fail "rdma statistic show link $1/1 failed"
+	awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); found = 1 } }
+		END { if (!found) exit 1 }' <<<"$out" || fail "$1 has no counter $2: $out"
+}
+
+# expect DEV NAME VALUE
+expect() {
+	local v
+	v=$(counter "$1" "$2")
+	[ "$v" = "$3" ] || fail "$1 $2 is $v, expected $3: $(rdma statistic show link "$1/1")"
+}
+
+# run_perf TOOL ARGS...: one perftest run over rdma_cm, server on host B.
+run_perf() {
+	local t=$1 out srv
+	shift
+	on_b timeout 120 "$t" -R -d "$DEV_B" "$@" >/tmp/perf-s.out 2>&1 &
+	srv=$!
+	listening_b 18515
+	out=$(on_a timeout 120 "$t" -R -d "$DEV_A" "$@" 192.168.77.2 2>&1) ||
+		fail "$t client: $out; server: $(cat /tmp/perf-s.out)"
+	wait $srv || fail "$t server: $(cat /tmp/perf-s.out)"
+}
+
+log "before traffic: $(rdma statistic show link "$DEV_A/1")"
+for d in "$DEV_A" "$DEV_B"; do
+	for c in tx_fpdus tx_bytes rx_fpdus rx_bytes read_requests_served crc_errors \
+		terminates_sent terminates_received connections_established connections_refused; do
+		expect "$d" "$c" 0
+	done
+done
+
+run_perf ib_write_bw -n 100 -s 65536
+log "after ib_write_bw: A: $(rdma statistic show link "$DEV_A/1")"
+log "after ib_write_bw: B: $(rdma statistic show link "$DEV_B/1")"
+sent=$(counter "$DEV_A" tx_bytes)
+[ "$sent" -ge 6553600 ] && [ "$sent" -lt $((6553600 + 4096)) ] ||
+	fail "client tx_bytes $sent: not 6553600 plus a little handshake"
+expect "$DEV_B" rx_bytes "$sent"
+expect "$DEV_B" rx_fpdus "$(counter "$DEV_A" tx_fpdus)"
+expect "$DEV_A" rx_bytes "$(counter "$DEV_B" tx_bytes)"
+expect "$DEV_A" rx_fpdus "$(counter "$DEV_B" tx_fpdus)"
+# 64 KiB Writes cut into FPDUs of at most one MSS (1500-byte MTU): at least 45 each.
+[ "$(counter "$DEV_A" tx_fpdus)" -ge 4500 ] ||
+	fail "client tx_fpdus $(counter "$DEV_A" tx_fpdus) for 100 Writes of 64 KiB"
+for d in "$DEV_A" "$DEV_B"; do expect "$d" connections_established 1; done
+
+run_perf ib_read_bw -n 100 -s 4096
+log "after ib_read_bw: A: $(rdma statistic show link "$DEV_A/1")"
+log "after ib_read_bw: B: $(rdma statistic show link "$DEV_B/1")"
+expect "$DEV_B" read_requests_served 100
+expect "$DEV_A" read_requests_served 0
+expect "$DEV_B" rx_bytes "$(counter "$DEV_A" tx_bytes)"
+expect "$DEV_A" rx_bytes "$(counter "$DEV_B" tx_bytes)"
+# The Read Responses: 100 times 4 KiB more into A than the Write run sent back.
+got=$(counter "$DEV_A" rx_bytes)
+[ "$got" -ge 409600 ] || fail "client rx_bytes $got after 100 Reads of 4 KiB"
+for d in "$DEV_A" "$DEV_B"; do
+	expect "$d" connections_established 2
+	for c in crc_errors terminates_sent terminates_received connections_refused; do
+		expect "$d" "$c" 0
+	done
+done
