@@ -16,6 +16,7 @@
 #include <rdma/iw_cm.h>
 #include <rdma/ib_umem.h>
 #include <rdma/rdma_netlink.h>
+#include <rdma/restrack.h>
 #include <rdma/uverbs_ioctl.h>
 #include <uapi/rdma/siw-abi.h>
 #include <linux/uio.h>

@@ -42,6 +42,11 @@ struct ib_umem *rust_helper_ib_umem_get_va(struct ib_device *dev, unsigned long 
 unsigned long rust_helper_ib_umem_offset(struct ib_umem *umem);
 size_t rust_helper_ib_umem_num_pages(struct ib_umem *umem);
 size_t rust_helper_umem_pages(struct ib_umem *umem, struct page **out, size_t n);
+struct nlattr;
+struct sk_buff;
+struct nlattr *rust_helper_nla_nest_start_noflag(struct sk_buff *skb, int attrtype);
+int rust_helper_nla_nest_end(struct sk_buff *skb, struct nlattr *start);
+void rust_helper_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start);
 
 /* Memory, CPUs, workqueues */
 void *rust_helper_vmalloc_user(unsigned long size);

@@ -802,6 +802,11 @@ impl Ep {
         true
     }
 
+    /// The connection's local and remote addresses, while it has a socket.
+    pub(crate) fn addrs(&self) -> Option<(SockAddr, SockAddr)> {
+        self.inner.lock().sock.as_ref().map(Socket::addrs)
+    }
+
     /// Everything sent on this connection has been acknowledged by the peer's TCP: the
     /// Read watchdog's proof that our Read Requests reached the peer.
     pub(crate) fn all_acked(&self) -> bool {

@@ -20,6 +20,7 @@ use crate::{
         MAX_SGE, //
     },
     glue::{
+        net::tcp::SockAddr,
         rdma::{
             cm::QpHandle,
             device::Device,
@@ -43,6 +44,7 @@ use crate::{
                 QpType,
                 RecvWr,
                 RecvWrs,
+                ResDetails,
                 SendFlag,
                 SendOp,
                 SendWr,
@@ -104,6 +106,7 @@ use core::sync::atomic::{
 use kernel::{
     impl_has_delayed_work, impl_has_work, new_delayed_work, new_mutex, new_spinlock_irq, new_work,
     prelude::*,
+    str::CString,
     sync::{
         Arc,
         Completion as Done,
@@ -145,6 +148,8 @@ pub(crate) struct Cqs {
 /// What a connected QP negotiated.
 #[derive(Clone, Copy)]
 pub(crate) struct LinkParams {
+    /// The MPA revision in use.
+    pub(crate) revision: u8,
     pub(crate) crc: bool,
     /// Inbound Read Requests we serve at a time.
     pub(crate) ird: u16,
@@ -156,6 +161,7 @@ impl LinkParams {
     /// The parameters an MPA negotiation agreed on.
     pub(crate) fn of(a: &crate::proto::mpa::Agreed) -> Self {
         Self {
+            revision: a.revision,
             crc: a.crc,
             ird: a.ird,
             ord: a.ord,
@@ -700,6 +706,43 @@ impl SiwQp {
     }
 
     /// `query_qp`.
+    /// `rdma resource show qp -dd`: the connection (addresses, MPA revision, CRC, markers,
+    /// IRD and ORD and their use), the queues' fill, and what the connection counted.
+    pub(crate) fn details(&self, out: &mut ResDetails<'_>) -> Result {
+        let core = &self.core;
+        let ep = {
+            let st = core.st.lock();
+            out.u32(c"sq_size", core.sq.entries)?;
+            out.u32(c"sq_posted", posted(&core.sq, SQE_SIZE))?;
+            if let Some(rq) = &core.rq {
+                out.u32(c"rq_size", rq.entries)?;
+                out.u32(c"rq_posted", posted(rq, RQE_SIZE))?;
+            }
+            if let Some(link) = st.link() {
+                let p = link.params;
+                out.u32(c"mpa_rev", u32::from(p.revision))?;
+                out.u32(c"mpa_crc", u32::from(p.crc))?;
+                out.u32(c"mpa_markers", 0)?;
+                out.u32(c"ird", u32::from(p.ird))?;
+                out.u32(c"ord", u32::from(p.ord))?;
+                out.u32(c"ird_used", count_u32(link.tx.irq.len()))?;
+                out.u32(c"ord_used", count_u32(link.tx.orq.len()))?;
+            }
+            st.ep().cloned()
+        };
+        // The endpoint's lock is taken before the QP's elsewhere: not under `st`.
+        if let Some((local, remote)) = ep.and_then(|e| e.addrs()) {
+            out.str(c"laddr", &addr_string(&local)?)?;
+            out.str(c"raddr", &addr_string(&remote)?)?;
+        }
+        let mut counts = [0u64; crate::stats::COUNT];
+        crate::stats::add_live(&mut counts, core.stats());
+        for (name, v) in crate::stats::NAMES.iter().zip(counts).take(5) {
+            out.u64(name, v)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn query(&self) -> QpQuery {
         let st = self.core.st.lock();
         let (ird, ord) = st
@@ -1395,3 +1438,42 @@ pub(crate) fn sq_completion(
 
 /// Status of a successful completion.
 pub(crate) const OK: u16 = wc::SUCCESS;
+
+/// How many elements of `ring` are posted and not yet taken (their flags say VALID).
+fn posted(ring: &Ring, elem: usize) -> u32 {
+    (0..ring.entries)
+        .filter(|&i| {
+            ring.mem
+                .atomic_u16(ring.offset(i, elem).saturating_add(WQE_FLAGS))
+                .is_some_and(|f| f.load(Ordering::Relaxed) & wqe::VALID != 0)
+        })
+        .count()
+        .try_into()
+        .unwrap_or(u32::MAX)
+}
+
+fn count_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` for IPv6.
+fn addr_string(a: &SockAddr) -> Result<CString> {
+    let ip = a.ip16().ok_or(EINVAL)?;
+    let port = a.port();
+    if ip[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
+        return CString::try_from_fmt(fmt!("{}.{}.{}.{}:{}", ip[12], ip[13], ip[14], ip[15], port));
+    }
+    let g = |i: usize| u16::from_be_bytes([ip[2 * i], ip[2 * i + 1]]);
+    CString::try_from_fmt(fmt!(
+        "[{:x}:{:x}:{:x}:{:x}:{:x}:{:x}:{:x}:{:x}]:{}",
+        g(0),
+        g(1),
+        g(2),
+        g(3),
+        g(4),
+        g(5),
+        g(6),
+        g(7),
+        port
+    ))
+}

@@ -46,6 +46,7 @@ use crate::{
                 QpModify,
                 QpQuery,
                 RecvWrs,
+                ResDetails,
                 SendWrs,
                 Srq,
                 SrqAttr,
@@ -104,6 +105,10 @@ impl ibdev::Driver for Siw {
             gid_tbl_len: attr.gid_tbl_len,
             core_cap_flags: ibdev::CORE_PORT_IWARP,
         })
+    }
+
+    fn qp_details(qp: &Qp<Self>, out: &mut ResDetails<'_>) -> Result {
+        qp.data().details(out)
     }
 
     fn port_counters(dev: &Device<Self>, _port: u32, out: &mut [u64]) -> Result {

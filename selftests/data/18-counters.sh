@@ -3,8 +3,9 @@
 # `ib_write_bw -n 100 -s 65536` the client sent its 6,553,600 bytes of Writes plus
 # perftest's few small handshake Sends, and what one end counts as sent the other counts as
 # received, FPDU for FPDU and byte for byte. After `ib_read_bw -n 100` the server served
-# exactly 100 Read Requests. Each run is one connection on each end; nothing failed, so no
-# Terminate, CRC error or refusal is counted.
+# exactly 100 Read Requests. Both ends count the same connections (perftest -R makes two
+# per run), more after each run; nothing failed, so no Terminate, CRC error or refusal is
+# counted.
 . "$ROOT/selftests/lib/common.sh"
 cleanup() { pkill -f 'ib_(write|read)_bw' || true; two_hosts_down; }
 two_hosts siw_rs siw_rs
@@ -57,7 +58,9 @@ expect "$DEV_A" rx_fpdus "$(counter "$DEV_B" tx_fpdus)"
 # 64 KiB Writes cut into FPDUs of at most one MSS (1500-byte MTU): at least 45 each.
 [ "$(counter "$DEV_A" tx_fpdus)" -ge 4500 ] ||
 	fail "client tx_fpdus $(counter "$DEV_A" tx_fpdus) for 100 Writes of 64 KiB"
-for d in "$DEV_A" "$DEV_B"; do expect "$d" connections_established 1; done
+conns=$(counter "$DEV_A" connections_established)
+[ "$conns" -ge 1 ] || fail "no connection counted after ib_write_bw"
+expect "$DEV_B" connections_established "$conns"
 
 run_perf ib_read_bw -n 100 -s 4096
 log "after ib_read_bw: A: $(rdma statistic show link "$DEV_A/1")"
@@ -69,9 +72,33 @@ expect "$DEV_A" rx_bytes "$(counter "$DEV_B" tx_bytes)"
 # The Read Responses: 100 times 4 KiB more into A than the Write run sent back.
 got=$(counter "$DEV_A" rx_bytes)
 [ "$got" -ge 409600 ] || fail "client rx_bytes $got after 100 Reads of 4 KiB"
+now=$(counter "$DEV_A" connections_established)
+[ "$now" -gt "$conns" ] || fail "no connection counted for ib_read_bw ($conns, then $now)"
+expect "$DEV_B" connections_established "$now"
 for d in "$DEV_A" "$DEV_B"; do
-	expect "$d" connections_established 2
 	for c in crc_errors terminates_sent terminates_received connections_refused; do
 		expect "$d" "$c" 0
 	done
+done
+
+# A connection's details (`rdma resource show qp -dd`): addresses, MPA, IRD/ORD, queues,
+# while rping runs.
+on_b rping -s -a 192.168.77.2 -C 100000 >/dev/null 2>&1 &
+srv=$!
+listening_b 7174
+on_a rping -c -a 192.168.77.2 -C 100000 -S 64 >/dev/null 2>&1 &
+cli=$!
+out=
+for _ in $(seq 40); do
+	out=$(rdma resource show qp link "$DEV_A/1" -dd 2>&1) || true
+	has 'raddr' "$out" && break
+	sleep 0.5
+done
+log "rdma resource show qp link $DEV_A/1 -dd: $out"
+kill $cli $srv 2>/dev/null || true
+wait $cli $srv 2>/dev/null || true
+for f in 'laddr 192\.168\.77\.1:[0-9]+' 'raddr 192\.168\.77\.2:7174' 'mpa_rev 2' 'mpa_crc 0' \
+	'mpa_markers 0' 'ird [0-9]+' 'ord [0-9]+' 'sq_size [0-9]+' 'rq_size [0-9]+' \
+	'tx_fpdus [0-9]+'; do
+	has "$f" "$out" || fail "no '$f' in the QP's details: $out"
 done

@@ -9,6 +9,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
+#include <net/netlink.h>
 
 #include "siw_rs_helpers.h"
 
@@ -106,4 +107,19 @@ size_t rust_helper_umem_pages(struct ib_umem *umem, struct page **out, size_t n)
 		out[i++] = sg_page_iter_page(&it);
 	}
 	return i;
+}
+
+struct nlattr *rust_helper_nla_nest_start_noflag(struct sk_buff *skb, int attrtype)
+{
+	return nla_nest_start_noflag(skb, attrtype);
+}
+
+int rust_helper_nla_nest_end(struct sk_buff *skb, struct nlattr *start)
+{
+	return nla_nest_end(skb, start);
+}
+
+void rust_helper_nla_nest_cancel(struct sk_buff *skb, struct nlattr *start)
+{
+	nla_nest_cancel(skb, start);
 }

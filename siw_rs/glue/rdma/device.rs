@@ -43,6 +43,7 @@ use super::{
         QpModify,
         QpQuery,
         RecvWrs,
+        ResDetails,
         SendWrs,
         Srq,
         SrqAttr,
@@ -302,6 +303,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     }
     /// Modifies the QP.
     fn modify_qp(qp: &Qp<Self>, attr: &QpModify) -> Result;
+    /// The driver's details of the QP, for `rdma resource show qp -dd`. Called in process
+    /// context.
+    fn qp_details(_qp: &Qp<Self>, _out: &mut ResDetails<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// The QP's attributes.
     fn query_qp(_qp: &Qp<Self>) -> Result<QpQuery> {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -803,6 +809,9 @@ impl<T: Driver> Adapter<T> {
         ops.get_port_immutable = Some(Self::get_port_immutable);
         if T::HAS_QUERY_GID {
             ops.query_gid = Some(Self::query_gid);
+        }
+        if T::HAS_QP_DETAILS {
+            ops.fill_res_qp_entry = Some(Self::fill_res_qp_entry);
         }
         if T::HAS_PORT_COUNTERS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);

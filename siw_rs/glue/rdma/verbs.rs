@@ -31,7 +31,8 @@ use kernel::{
     bits::bit_u32,
     error::{
         from_err_ptr,
-        from_result, //
+        from_result,
+        to_result, //
     },
     impl_flags,
     prelude::*,
@@ -812,6 +813,40 @@ impl WcOpcode {
     }
 }
 
+/// Where a driver writes its details of an object (`rdma resource show ... -dd`): named
+/// values in a netlink message being built.
+///
+/// # Invariants
+///
+/// `msg` is a message under construction, with an open `RDMA_NLDEV_ATTR_DRIVER` nest, for
+/// `'a`.
+pub(crate) struct ResDetails<'a> {
+    msg: *mut bindings::sk_buff,
+    _msg: PhantomData<&'a mut bindings::sk_buff>,
+}
+
+impl ResDetails<'_> {
+    /// Adds `name`: `value`. Fails with `EMSGSIZE` when the message is full.
+    pub(crate) fn u32(&mut self, name: &CStr, value: u32) -> Result {
+        // SAFETY: By the type invariant; `name` is NUL-terminated and copied.
+        to_result(unsafe { bindings::rdma_nl_put_driver_u32(self.msg, name.as_char_ptr(), value) })
+    }
+
+    /// Adds `name`: `value`.
+    pub(crate) fn u64(&mut self, name: &CStr, value: u64) -> Result {
+        // SAFETY: As in `u32`.
+        to_result(unsafe { bindings::rdma_nl_put_driver_u64(self.msg, name.as_char_ptr(), value) })
+    }
+
+    /// Adds `name`: `value`.
+    pub(crate) fn str(&mut self, name: &CStr, value: &CStr) -> Result {
+        // SAFETY: As in `u32`; `value` is NUL-terminated and copied too.
+        to_result(unsafe {
+            bindings::rdma_nl_put_driver_string(self.msg, name.as_char_ptr(), value.as_char_ptr())
+        })
+    }
+}
+
 /// A QP as a kernel consumer's work completion names it (`ib_wc.qp`), to be stored with
 /// the completion until it is polled.
 ///
@@ -1173,6 +1208,44 @@ impl<T: Driver> Adapter<T> {
             sgid,
             dgid,
         }))
+    }
+
+    /// The `fill_res_qp_entry` callback: the driver's details of a QP, in a nest of
+    /// `RDMA_NLDEV_ATTR_DRIVER` entries.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core, as `ib_device_ops.fill_res_qp_entry` of a device of
+    /// driver `T`, with a message being built and a QP it holds a reference on.
+    pub(super) unsafe extern "C" fn fill_res_qp_entry(
+        msg: *mut bindings::sk_buff,
+        qp: *mut bindings::ib_qp,
+    ) -> c_int {
+        // SAFETY: `msg` is a message under construction; the helper only appends to it.
+        let nest = unsafe {
+            bindings::nla_nest_start_noflag(
+                msg,
+                bindings::rdma_nldev_attr_RDMA_NLDEV_ATTR_DRIVER as c_int,
+            )
+        };
+        if nest.is_null() {
+            return EMSGSIZE.to_errno();
+        }
+        // SAFETY: A live QP.
+        let q = unsafe { Qp::<T>::from_raw(qp) };
+        let mut out = ResDetails {
+            msg,
+            _msg: PhantomData,
+        };
+        match T::qp_details(q, &mut out) {
+            // SAFETY: `nest` was opened in `msg` above and is closed once.
+            Ok(()) => unsafe { bindings::nla_nest_end(msg, nest) },
+            Err(e) => {
+                // SAFETY: As above; cancelling trims the message back to before the nest.
+                unsafe { bindings::nla_nest_cancel(msg, nest) };
+                e.to_errno()
+            }
+        }
     }
 
     /// The `query_qp` callback.
