@@ -7,7 +7,10 @@
 # per run), more after each run; nothing failed, so no Terminate, CRC error or refusal is
 # counted.
 . "$ROOT/selftests/lib/common.sh"
-cleanup() { pkill -f 'ib_(write|read)_bw' || true; two_hosts_down; }
+cleanup() {
+	pkill -f 'ib_(write|read)_bw|rping' || true
+	two_hosts_down
+}
 two_hosts siw_rs siw_rs
 
 # counter DEV NAME: the value of counter NAME of DEV's port 1.
@@ -90,12 +93,13 @@ on_a rping -c -a 192.168.77.2 -C 100000 -S 64 >/dev/null 2>&1 &
 cli=$!
 out=
 for _ in $(seq 40); do
-	out=$(rdma resource show qp link "$DEV_A/1" -dd 2>&1) || true
+	out=$(rdma -dd resource show qp 2>&1 | grep -A1 "$DEV_A") || true
 	has 'raddr' "$out" && break
 	sleep 0.5
 done
-log "rdma resource show qp link $DEV_A/1 -dd: $out"
-kill $cli $srv 2>/dev/null || true
+log "rdma -dd resource show qp, $DEV_A: $out"
+# $cli and $srv are the subshells of on_a and on_b, not rping itself.
+pkill -f rping || true
 wait $cli $srv 2>/dev/null || true
 for f in 'laddr 192\.168\.77\.1:[0-9]+' 'raddr 192\.168\.77\.2:7174' 'mpa_rev 2' 'mpa_crc 0' \
 	'mpa_markers 0' 'ird [0-9]+' 'ord [0-9]+' 'sq_size [0-9]+' 'rq_size [0-9]+' \
