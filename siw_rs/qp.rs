@@ -732,8 +732,11 @@ impl SiwQp {
         };
         // The endpoint's lock is taken before the QP's elsewhere: not under `st`.
         if let Some((local, remote)) = ep.and_then(|e| e.addrs()) {
-            out.str(c"laddr", &addr_string(&local)?)?;
-            out.str(c"raddr", &addr_string(&remote)?)?;
+            // An address that cannot be shown (or no memory to show it) is left out.
+            if let (Some(l), Some(r)) = (addr_string(&local), addr_string(&remote)) {
+                out.str(c"laddr", &l)?;
+                out.str(c"raddr", &r)?;
+            }
         }
         let mut counts = [0u64; crate::stats::COUNT];
         crate::stats::add_live(&mut counts, core.stats());
@@ -1457,11 +1460,12 @@ fn count_u32(n: usize) -> u32 {
 }
 
 /// `a.b.c.d:port`, or `[x:x:x:x:x:x:x:x]:port` for IPv6.
-fn addr_string(a: &SockAddr) -> Result<CString> {
-    let ip = a.ip16().ok_or(EINVAL)?;
+fn addr_string(a: &SockAddr) -> Option<CString> {
+    let ip = a.ip16()?;
     let port = a.port();
     if ip[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
-        return CString::try_from_fmt(fmt!("{}.{}.{}.{}:{}", ip[12], ip[13], ip[14], ip[15], port));
+        return CString::try_from_fmt(fmt!("{}.{}.{}.{}:{}", ip[12], ip[13], ip[14], ip[15], port))
+            .ok();
     }
     let g = |i: usize| u16::from_be_bytes([ip[2 * i], ip[2 * i + 1]]);
     CString::try_from_fmt(fmt!(
@@ -1476,4 +1480,5 @@ fn addr_string(a: &SockAddr) -> Result<CString> {
         g(7),
         port
     ))
+    .ok()
 }
