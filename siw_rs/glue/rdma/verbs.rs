@@ -1238,8 +1238,12 @@ impl<T: Driver> Adapter<T> {
             _msg: PhantomData,
         };
         match T::qp_details(q, &mut out) {
-            // SAFETY: `nest` was opened in `msg` above and is closed once.
-            Ok(()) => unsafe { bindings::nla_nest_end(msg, nest) },
+            Ok(()) => {
+                // SAFETY: `nest` was opened in `msg` above and is closed once. It returns the
+                // message's length, which the core would take for an error: 0 is success.
+                unsafe { bindings::nla_nest_end(msg, nest) };
+                0
+            }
             Err(e) => {
                 // SAFETY: As above; cancelling trims the message back to before the nest.
                 unsafe { bindings::nla_nest_cancel(msg, nest) };
