@@ -2,7 +2,8 @@
 # The guest half of tools/bench. ROUNDS rounds; in each, every benchmark over the C siw,
 # then over siw_rs (interleaved, so a drift of the emulation during the run hits both).
 # Prints one line per benchmark: each driver's median, the median of the paired ratios
-# siw_rs/C siw and their min..max, and how many runs failed.
+# siw_rs/C siw and their min..max, each driver's bandwidth as a fraction of the same run's
+# TCP ceiling (one iperf3 stream over the same veth), and how many runs failed.
 # Arguments: FILTER (a regex over the benchmark names, empty for all), ROUNDS.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,16 +15,44 @@ rounds=${2:-5}
 FIO_SECS=${BENCH_FIO_SECS:-10}
 
 # perftest: name | command line (server and client add -R -d DEV and the address). Two
-# namespaces joined by a veth pair, one device of the driver in each, rdma_cm.
+# namespaces joined by a veth pair, one device of the driver in each, rdma_cm. *_bw rows
+# give MB/s, *_rate rows messages per second (perftest's MsgRate), *_lat rows the typical
+# latency in us.
 perf=(
 	"write_bw 4K|ib_write_bw -s 4096 -n 1000"
 	"write_bw 64K|ib_write_bw -s 65536 -n 200"
+	"write_bw 1M|ib_write_bw -s 1048576 -n 20"
+	"read_bw 4K|ib_read_bw -s 4096 -n 1000"
 	"read_bw 64K|ib_read_bw -s 65536 -n 200"
+	"read_bw 1M|ib_read_bw -s 1048576 -n 20"
+	"send_bw 4K|ib_send_bw -s 4096 -n 1000"
 	"send_bw 64K|ib_send_bw -s 65536 -n 200"
-	"write_lat 64|ib_write_lat -s 64 -n 300"
-	"send_lat 64|ib_send_lat -s 64 -n 300"
-	"read_lat 64|ib_read_lat -s 64 -n 300"
+	"send_bw 1M|ib_send_bw -s 1048576 -n 20"
+	"write_rate 64|ib_write_bw -s 64 -n 5000"
+	"send_rate 64|ib_send_bw -s 64 -n 5000"
+	"write_lat 8|ib_write_lat -s 8 -n 300"
+	"write_lat 4K|ib_write_lat -s 4096 -n 300"
+	"send_lat 8|ib_send_lat -s 8 -n 300"
+	"send_lat 4K|ib_send_lat -s 4096 -n 300"
+	"read_lat 8|ib_read_lat -s 8 -n 300"
+	"read_lat 4K|ib_read_lat -s 4096 -n 300"
 )
+# The bandwidth rows again with the MPA CRC on at both ends (siw_rs loaded with
+# mpa_crc_required=1). siw_rs only: the C siw's CRC is off at compile time
+# (siw_main.c: `const bool mpa_crc_required;`), and as initiator it never asks for one.
+crc=(
+	"write_bw 4K crc|ib_write_bw -s 4096 -n 1000"
+	"write_bw 64K crc|ib_write_bw -s 65536 -n 200"
+	"write_bw 1M crc|ib_write_bw -s 1048576 -n 20"
+	"read_bw 4K crc|ib_read_bw -s 4096 -n 1000"
+	"read_bw 64K crc|ib_read_bw -s 65536 -n 200"
+	"read_bw 1M crc|ib_read_bw -s 1048576 -n 20"
+	"send_bw 4K crc|ib_send_bw -s 4096 -n 1000"
+	"send_bw 64K crc|ib_send_bw -s 65536 -n 200"
+	"send_bw 1M crc|ib_send_bw -s 1048576 -n 20"
+)
+# The ceiling: one TCP stream (iperf3, 5 s) over the same veth, once per round.
+tcp=("tcp 1 stream|iperf3")
 # Kernel storage consumers (fio, direct I/O, libaio, FIO_SECS seconds after 2 s of ramp):
 # NVMe-oF/RDMA to an nvmet null_blk namespace, NFSv3 over RDMA to a tmpfs export; both
 # ends of one driver. NFSv3: the transport is the same as 4.x's, without the 10 s grace.
@@ -36,6 +65,7 @@ storage=(
 unit_of() {
 	case "$1" in
 	*_lat*) echo us ;;
+	*_rate*) echo msg/s ;;
 	nvme\ randread*) echo IOPS ;;
 	nvme* | nfs*) echo MiB/s ;;
 	*) echo MB/s ;;
@@ -48,23 +78,37 @@ any_selected() {
 	return 1
 }
 
-# run_perf CMD...: the benchmark once between host A (client) and B (server); prints the
-# figure: average MB/s for *_bw, typical latency in us for *_lat, "-" if it failed.
+# run_perf NAME CMD...: the benchmark once between host A (client) and B (server); prints
+# the figure: average MB/s for *_bw rows, messages/s for *_rate, typical latency in us for
+# *_lat, "-" if it failed.
 run_perf() {
-	local out i
+	local name=$1 out i
+	shift
 	for i in 1 2 3; do
 		on_b timeout 600 "$@" -R -d "$DEV_B" >/tmp/bench-s.out 2>&1 &
 		listening_b 18515
 		out=$(on_a timeout 600 "$@" -R -d "$DEV_A" 192.168.77.2 2>&1) || true
 		wait || true
-		case "$1" in
-		*_bw) awk -v s="$3" '$1 == s && NF >= 4 { print $4; exit }' <<<"$out" ;;
-		*_lat) awk -v s="$3" '$1 == s && NF >= 5 { print $5; exit }' <<<"$out" ;;
+		case "$name" in
+		*_bw*) awk -v s="$3" '$1 == s && NF >= 4 { print $4; exit }' <<<"$out" ;;
+		*_rate*) awk -v s="$3" '$1 == s && NF >= 5 { printf "%.0f\n", $5 * 1000000; exit }' <<<"$out" ;;
+		*_lat*) awk -v s="$3" '$1 == s && NF >= 5 { print $5; exit }' <<<"$out" ;;
 		esac | grep . && return 0
 		has 'Correlation coefficient' "$out" || break
 	done
 	echo "# failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')" >&2
 	echo "-"
+}
+
+# run_tcp: one iperf3 stream from host A to B for 5 s; prints the receiver's MB/s.
+run_tcp() {
+	local out
+	on_b iperf3 -s -1 >/tmp/bench-tcp.out 2>&1 &
+	listening_b 5201
+	out=$(on_a iperf3 -c 192.168.77.2 -t 5 -J 2>&1) || true
+	wait || true
+	python3 -c 'import json, sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e6))' \
+		<<<"$out" 2>/dev/null || { echo "# iperf3 failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')" >&2; echo "-"; }
 }
 
 # fio_rate RW BS DEPTH FILE SIZE WHAT: one fio job; prints the read or write figure WHAT
@@ -161,22 +205,43 @@ for r in $(seq "$rounds"); do
 				name=${b%%|*}
 				selected "$name" || continue
 				read -r -a cmd <<<"${b#*|}"
-				res[$drv|$name|$r]=$(run_perf "${cmd[@]}")
+				res[$drv|$name|$r]=$(run_perf "$name" "${cmd[@]}")
+			done
+			if [ "$drv" = siw ] && any_selected "${tcp[@]}"; then
+				res[tcp|${tcp[0]%%|*}|$r]=$(run_tcp)
+			fi
+			two_hosts_down
+		fi
+		if [ "$drv" = siw_rs ] && any_selected "${crc[@]}"; then
+			SIW_RS_PARAMS=mpa_crc_required=1 two_hosts siw_rs siw_rs
+			for b in "${crc[@]}"; do
+				name=${b%%|*}
+				selected "$name" || continue
+				read -r -a cmd <<<"${b#*|}"
+				res[$drv|$name|$r]=$(run_perf "$name" "${cmd[@]}")
 			done
 			two_hosts_down
 		fi
 		if any_selected "${storage[@]:0:2}"; then storage_group nvme "$drv" "$r"; fi
 		if any_selected "${storage[@]:2:2}"; then storage_group nfs "$drv" "$r"; fi
-		for b in "${perf[@]}" "${storage[@]}"; do
+		for b in "${perf[@]}" "${crc[@]}" "${storage[@]}"; do
 			name=${b%%|*}
 			selected "$name" || continue
 			echo "# round $r $drv $name: ${res[$drv|$name|$r]:--}"
 		done
 	done
+	selected "${tcp[0]%%|*}" && echo "# round $r ${tcp[0]%%|*}: ${res[tcp|${tcp[0]%%|*}|$r]:--}"
 done
 
-printf '\n%-18s %6s %10s %10s %9s %11s  %s\n' benchmark unit "C siw" siw_rs "siw_rs/C" "pairs" ""
-for b in "${perf[@]}" "${storage[@]}"; do
+# The TCP ceiling's median, for the bandwidth rows' fractions of it.
+t=()
+for r in $(seq "$rounds"); do t+=("${res[tcp|${tcp[0]%%|*}|$r]:--}"); done
+tcpmed=$(tr ' ' '\n' <<<"${t[*]}" | grep -v '^-$' | sort -g | awk '{ v[NR] = $1 }
+	END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }')
+
+printf '\n%-18s %6s %10s %10s %9s %11s %6s %6s  %s\n' benchmark unit "C siw" siw_rs "siw_rs/C" \
+	"pairs" "C/TCP" "rs/TCP" ""
+for b in "${perf[@]}" "${crc[@]}" "${storage[@]}"; do
 	name=${b%%|*}
 	selected "$name" || continue
 	c=() s=()
@@ -185,17 +250,21 @@ for b in "${perf[@]}" "${storage[@]}"; do
 		s+=("${res[siw_rs|$name|$r]:--}")
 	done
 	# Medians over the runs that gave a figure; ratios over the rounds where both did.
-	awk -v name="$name" -v unit="$(unit_of "$name")" -v c="${c[*]}" -v s="${s[*]}" '
+	awk -v name="$name" -v unit="$(unit_of "$name")" -v c="${c[*]}" -v s="${s[*]}" \
+		-v tcp="$tcpmed" '
 	function median(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return n == 0 ? "-" : (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2)
 	}
 	function fmt(v) { return v == "-" ? "-" : sprintf(v >= 100 ? "%.0f" : "%.2f", v) }
+	function frac(v) { return (v == "-" || tcp == "-" || name !~ /_bw/) ? "" : sprintf("%.2f", v / tcp) }
 	BEGIN {
+		# The CRC rows have no C siw figure (see crc=()).
+		nocsiw = name ~ / crc$/
 		n = split(c, C, " "); split(s, S, " ")
 		nc = ns = nr = 0; lo = hi = ""; bad = 0
 		for (i = 1; i <= n; i++) {
-			if (C[i] != "-") cv[++nc] = C[i] + 0; else bad++
+			if (C[i] != "-") cv[++nc] = C[i] + 0; else if (!nocsiw) bad++
 			if (S[i] != "-") sv[++ns] = S[i] + 0; else bad++
 			if (C[i] != "-" && S[i] != "-" && C[i] + 0 > 0) {
 				q = (S[i] + 0) / (C[i] + 0); rv[++nr] = q
@@ -203,12 +272,17 @@ for b in "${perf[@]}" "${storage[@]}"; do
 				if (hi == "" || q > hi) hi = q
 			}
 		}
-		mr = median(rv, nr)
-		printf "%-18s %6s %10s %10s %9s %11s  %s\n", name, unit, fmt(median(cv, nc)), fmt(median(sv, ns)),
+		mr = median(rv, nr); mc = median(cv, nc); ms = median(sv, ns)
+		printf "%-18s %6s %10s %10s %9s %11s %6s %6s  %s\n", name, unit,
+			nocsiw ? "n/a" : fmt(mc), fmt(ms),
 			mr == "-" ? "-" : sprintf("%.2f", mr), nr ? sprintf("%.2f..%.2f", lo, hi) : "-",
-			bad ? bad " run(s) FAILED" : ""
+			frac(mc), frac(ms), bad ? bad " run(s) FAILED" : ""
 	}'
 done
+if selected "${tcp[0]%%|*}"; then
+	printf '%-18s %6s %10s %10s  %s\n' "${tcp[0]%%|*}" MB/s "$tcpmed" "$tcpmed" \
+		"(the ceiling: iperf3 over the same veth, median of ${t[*]})"
+fi
 echo "($rounds rounds, C siw then siw_rs in each; medians; pairs: min..max of the per-round"
-echo " ratios; bandwidth and IOPS: higher is better, latency: lower; guest time counts"
-echo " instructions)"
+echo " ratios; C/TCP, rs/TCP: each driver's bandwidth over the TCP ceiling; bandwidth, IOPS"
+echo " and msg/s: higher is better, latency: lower; guest time counts instructions)"
