@@ -329,6 +329,7 @@ impl SockEvents for Ep {
 fn base_policy() -> MpaPolicy {
     let mut p = MpaPolicy::c_siw();
     p.crc = crate::module_parameters::mpa_crc_required.value();
+    p.gso_exp = crate::module_parameters::fpdu_gso.value();
     p.revision = if crate::module_parameters::mpa_revision.value() == 1 {
         1
     } else {

@@ -155,6 +155,8 @@ pub(crate) struct LinkParams {
     pub(crate) ird: u16,
     /// Read Requests we may have outstanding.
     pub(crate) ord: u16,
+    /// Both ends set the siw-private GSO_EXP: FPDUs may be longer than one TCP segment.
+    pub(crate) gso: bool,
 }
 
 impl LinkParams {
@@ -165,6 +167,7 @@ impl LinkParams {
             crc: a.crc,
             ird: a.ird,
             ord: a.ord,
+            gso: a.gso_exp,
         }
     }
 }

@@ -94,9 +94,13 @@ module! {
             default: 60000,
             description: "How long a connection's peer may leave data unacknowledged, or its receive window closed, before the connection fails and its QP moves to ERROR (TCP_USER_TIMEOUT); an idle connection is probed with TCP keepalives after half that, so a peer that vanished is found too; and a connection whose peer leaves an RDMA Read unanswered (acknowledged by its TCP, so received), sending nothing, for between one and two of these periods is ended the same way. 1000 to 3600000 ms; 0: TCP's defaults and no Read watchdog (a peer that stops reading or answering holds the connection for ever, as with the C siw)",
         },
+        fpdu_gso: bool {
+            default: false,
+            description: "Offer the siw-private GSO_EXP flag in MPA frames; where the peer offers it too (another siw_rs with it set; the C siw never does), FPDUs are cut at max_fpdu (16384 by default) rather than at one TCP segment. Experimental, off by default: measured by make bench",
+        },
         max_fpdu: u32 {
             default: 0,
-            description: "Largest FPDU payload in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384",
+            description: "Largest FPDU in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384. Where fpdu_gso is agreed, FPDUs are this long (0: 16384) whatever the MSS",
         },
     },
 }

@@ -244,6 +244,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             return Ok(Ran::Idle);
         };
         let crc = link.params.crc;
+        let gso = link.params.gso;
         let tx = &mut link.tx;
         if let Some(f) = tx.fpdu.as_mut() {
             let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
@@ -334,7 +335,12 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             0 => MAX_FPDU,
             n => n.clamp(256, MAX_FPDU),
         };
-        let mss = sock.mss().clamp(256, limit);
+        // With GSO_EXP agreed an FPDU may span TCP segments: as long as the limit allows.
+        let mss = if gso {
+            limit
+        } else {
+            sock.mss().clamp(256, limit)
+        };
         let mul = mulpdu(mss, false);
         if let Some((err, raw, n)) = tx.term.take() {
             let mut buf = [0u8; HDR_BUF];
