@@ -213,7 +213,8 @@ for r in $(seq "$rounds"); do
 			two_hosts_down
 		fi
 		if [ "$drv" = siw_rs ] && any_selected "${crc[@]}"; then
-			SIW_RS_PARAMS=mpa_crc_required=1 two_hosts siw_rs siw_rs
+			SIW_RS_PARAMS="${SIW_RS_PARAMS:+$SIW_RS_PARAMS }mpa_crc_required=1" \
+				two_hosts siw_rs siw_rs
 			for b in "${crc[@]}"; do
 				name=${b%%|*}
 				selected "$name" || continue
