@@ -231,7 +231,9 @@ for r in $(seq "$rounds"); do
 			echo "# round $r $drv $name: ${res[$drv|$name|$r]:--}"
 		done
 	done
-	selected "${tcp[0]%%|*}" && echo "# round $r ${tcp[0]%%|*}: ${res[tcp|${tcp[0]%%|*}|$r]:--}"
+	if selected "${tcp[0]%%|*}"; then
+		echo "# round $r ${tcp[0]%%|*}: ${res[tcp|${tcp[0]%%|*}|$r]:--}"
+	fi
 done
 
 # The TCP ceiling's median, for the bandwidth rows' fractions of it.
