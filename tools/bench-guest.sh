@@ -239,7 +239,7 @@ done
 # The TCP ceiling's median, for the bandwidth rows' fractions of it.
 t=()
 for r in $(seq "$rounds"); do t+=("${res[tcp|${tcp[0]%%|*}|$r]:--}"); done
-tcpmed=$(tr ' ' '\n' <<<"${t[*]}" | grep -v '^-$' | sort -g | awk '{ v[NR] = $1 }
+tcpmed=$({ tr ' ' '\n' <<<"${t[*]}" | grep -v '^-$' || true; } | sort -g | awk '{ v[NR] = $1 }
 	END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2); else print "-" }')
 
 printf '\n%-18s %6s %10s %10s %9s %11s %6s %6s  %s\n' benchmark unit "C siw" siw_rs "siw_rs/C" \
