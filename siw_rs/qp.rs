@@ -713,14 +713,16 @@ impl SiwQp {
     /// IRD and ORD and their use), the queues' fill, and what the connection counted.
     pub(crate) fn details(&self, out: &mut ResDetails<'_>) -> Result {
         let core = &self.core;
+        // The rings' flags are atomics: scanned without the state lock, which the data path
+        // needs.
+        out.u32(c"sq_size", core.sq.entries)?;
+        out.u32(c"sq_posted", posted(&core.sq, SQE_SIZE))?;
+        if let Some(rq) = &core.rq {
+            out.u32(c"rq_size", rq.entries)?;
+            out.u32(c"rq_posted", posted(rq, RQE_SIZE))?;
+        }
         let ep = {
             let st = core.st.lock();
-            out.u32(c"sq_size", core.sq.entries)?;
-            out.u32(c"sq_posted", posted(&core.sq, SQE_SIZE))?;
-            if let Some(rq) = &core.rq {
-                out.u32(c"rq_size", rq.entries)?;
-                out.u32(c"rq_posted", posted(rq, RQE_SIZE))?;
-            }
             if let Some(link) = st.link() {
                 let p = link.params;
                 out.u32(c"mpa_rev", u32::from(p.revision))?;

@@ -1008,10 +1008,9 @@ impl<T: Driver> Adapter<T> {
         let Ok(n) = c_int::try_from(dev.counters.len()) else {
             return core::ptr::null_mut();
         };
-        // SAFETY: `counters` holds `n` descriptors, each naming a `'static` string. They stay
-        // allocated until `dealloc_driver`, after unregistration, by when the core reads no
-        // stats struct of the device any more (it only frees them later, which reads no
-        // descriptor).
+        // The descriptors stay allocated until `dealloc_driver`, after unregistration: the
+        // core reads no stats struct of the device after that (it only frees them).
+        // SAFETY: `counters` holds `n` descriptors, each naming a `'static` string.
         unsafe {
             bindings::rdma_alloc_hw_stats_struct(
                 dev.counters.as_ptr(),
