@@ -422,6 +422,25 @@ impl Ep {
         }
     }
 
+    /// Sends what the send queue holds from the caller's context: a process's doorbell,
+    /// as the C siw sends from `siw_post_send()` when its send queue was idle. This saves
+    /// the hand-off to the workqueue, and its context switch, per message. When the
+    /// connection's work holds the endpoint, or anything but sending is due, the work runs
+    /// as before; so does everything received (the socket's callback queues it).
+    pub(crate) fn send_now(self: &Arc<Self>) {
+        let Some(mut g) = self.inner.try_lock() else {
+            // The work runs (or another doorbell sends): queued again, it sees this post.
+            self.kick();
+            return;
+        };
+        if g.phase == Phase::Established && g.tx_hold.is_none() {
+            self.data(&mut g, false);
+        } else {
+            drop(g);
+            self.kick();
+        }
+    }
+
     /// Closes the endpoint if the MPA exchange has not finished within `ms`.
     fn arm_timeout(self: &Arc<Self>, ms: u32) {
         if let Some(q) = work::queue() {
@@ -480,11 +499,11 @@ impl Ep {
                     }
                 }
                 Phase::Established => {
-                    self.data(&mut g);
+                    self.data(&mut g, true);
                     return;
                 }
                 Phase::AwaitRtr => {
-                    self.data(&mut g);
+                    self.data(&mut g, true);
                     self.check_rtr(&mut g);
                     return;
                 }
@@ -836,8 +855,9 @@ impl Ep {
         }
     }
 
-    /// The data path: receive what arrived, send what is queued, notice the peer leaving.
-    fn data(self: &Arc<Self>, g: &mut Inner) {
+    /// The data path: receive what arrived (if `rx`), send what is queued, notice the peer
+    /// leaving.
+    fn data(self: &Arc<Self>, g: &mut Inner, rx: bool) {
         let (Some(sock), Some(qp)) = (g.sock.as_ref(), g.qp.clone()) else {
             return;
         };
@@ -852,13 +872,17 @@ impl Ep {
             let mut stop = None;
             // After an error the receiver takes nothing more, so the read stops at the next
             // piece (an error at the very end of one piece consumed it whole).
-            let r = sock.read(&mut |buf| {
-                let (n, s) = rx::feed(&qp, &mut st, buf);
-                if s.is_some() {
-                    stop = s;
-                }
-                n
-            });
+            let r = if rx {
+                sock.read(&mut |buf| {
+                    let (n, s) = rx::feed(&qp, &mut st, buf);
+                    if s.is_some() {
+                        stop = s;
+                    }
+                    n
+                })
+            } else {
+                Ok(0)
+            };
             match &stop {
                 Some(RxStop::Term(e)) => pr_debug!("siw_rs: rx term {:?}\n", e),
                 Some(RxStop::PeerTerminated) => pr_debug!("siw_rs: peer terminated\n"),

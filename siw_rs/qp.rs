@@ -728,6 +728,7 @@ impl SiwQp {
                 out.u32(c"mpa_rev", u32::from(p.revision))?;
                 out.u32(c"mpa_crc", u32::from(p.crc))?;
                 out.u32(c"mpa_markers", 0)?;
+                out.u32(c"fpdu_gso", u32::from(p.gso))?;
                 out.u32(c"ird", u32::from(p.ird))?;
                 out.u32(c"ord", u32::from(p.ord))?;
                 out.u32(c"ird_used", count_u32(link.tx.irq.len()))?;
@@ -775,11 +776,11 @@ impl SiwQp {
         }
     }
 
-    /// The SQ doorbell (`siw_post_send()` without work requests): in RTS, let the
-    /// connection's work process the send queue; in ERROR complete what was posted with
+    /// The SQ doorbell (`siw_post_send()` without work requests): in RTS, send what the
+    /// send queue holds (a process's call sends itself, see `Ep::send_now`); in ERROR complete what was posted with
     /// flush errors (the C siw leaves it in the queue, uncompleted); in any other state the
     /// QP is not connected.
-    fn doorbell(&self) -> Result {
+    fn doorbell(&self, process: bool) -> Result {
         let ep = {
             let mut st = self.core.st.lock();
             match st.state {
@@ -791,8 +792,12 @@ impl SiwQp {
                 _ => return Err(ENOTCONN),
             }
         };
-        if let Some(ep) = ep {
-            ep.kick();
+        match ep {
+            // A process's system call may sleep: it sends itself. A kernel consumer may post
+            // from atomic context.
+            Some(ep) if process => ep.send_now(),
+            Some(ep) => ep.kick(),
+            None => {}
         }
         Ok(())
     }
@@ -802,7 +807,7 @@ impl SiwQp {
     /// (the C siw's `siw_post_send()`). What was posted before a failure stays posted.
     pub(crate) fn post_send(&self, wrs: &mut SendWrs<'_>) -> Result {
         if wrs.is_empty() {
-            return self.doorbell();
+            return self.doorbell(!wrs.is_kernel());
         }
         if !wrs.is_kernel() {
             return Err(EINVAL);
