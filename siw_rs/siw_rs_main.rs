@@ -95,8 +95,8 @@ module! {
             description: "How long a connection's peer may leave data unacknowledged, or its receive window closed, before the connection fails and its QP moves to ERROR (TCP_USER_TIMEOUT); an idle connection is probed with TCP keepalives after half that, so a peer that vanished is found too; and a connection whose peer leaves an RDMA Read unanswered (acknowledged by its TCP, so received), sending nothing, for between one and two of these periods is ended the same way. 1000 to 3600000 ms; 0: TCP's defaults and no Read watchdog (a peer that stops reading or answering holds the connection for ever, as with the C siw)",
         },
         fpdu_gso: bool {
-            default: false,
-            description: "Offer the siw-private GSO_EXP flag in MPA frames; where the peer offers it too (another siw_rs with it set; the C siw never does), FPDUs are cut at max_fpdu (16384 by default) rather than at one TCP segment. Experimental, off by default: measured by make bench",
+            default: true,
+            description: "Offer the siw-private GSO_EXP flag in MPA frames (default on; 0: FPDUs of one TCP segment, as the C siw). Where the reply carries it too (another siw_rs; the C siw as responder echoes the request's flag, and receives FPDUs of any size), FPDUs are cut at max_fpdu (16384 by default) rather than at one TCP segment",
         },
         max_fpdu: u32 {
             default: 0,

@@ -66,6 +66,22 @@ expect_fail_with() {
 	has "$msg" "$out" || fail "'$*' failed without '$msg': $out"
 }
 
+# counter DEV NAME: the value of counter NAME of DEV's port 1.
+counter() {
+	local out
+	out=$(rdma statistic show link "$1/1") || fail "rdma statistic show link $1/1 failed"
+	awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); found = 1 } }
+		END { if (!found) exit 1 }' <<<"$out" || fail "$1 has no counter $2: $out"
+}
+
+# fpdu_payload DEV: the mean payload of the FPDUs siw_rs device DEV sent (counters).
+fpdu_payload() {
+	local n
+	n=$(counter "$1" tx_fpdus)
+	[ "$n" -gt 0 ] || fail "$1 sent no FPDU"
+	echo $(($(counter "$1" tx_bytes) / n))
+}
+
 # two_hosts DRV_A DRV_B: network namespaces hostA and hostB joined by a veth pair
 # (va 192.168.77.1, vb 192.168.77.2), with an RDMA device of driver DRV_A (siw_rs or siw)
 # on va, named dev_a, and one of DRV_B on vb, named dev_b. The names are exported as
