@@ -51,6 +51,8 @@ import struct
 import sys
 import time
 
+from crc32c import crc32c
+
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
 F_MARKERS, F_CRC, F_REJECT, F_ENHANCED = 0x8000, 0x4000, 0x2000, 0x1000
@@ -60,25 +62,16 @@ DDP_TAGGED, DDP_LAST = 0x80, 0x40
 MR_PATTERN = bytes((i * 31 + 7) & 0xFF for i in range(65536))
 
 
-def _crc_table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-CRC_TABLE = _crc_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    t = CRC_TABLE
-    for b in data:
-        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
+def connect(addr, port, timeout):
+    """A TCP connection with SO_REUSEADDR. Closed, it waits in TIME_WAIT for a minute, and
+    its local port must not refuse a later iWARP connect from this host: rdma_cm picks a
+    port without asking TCP, and siw_rs (as the C siw) binds it with SO_REUSEADDR, which
+    TCP grants only when every socket holding the port set it too."""
+    s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.settimeout(timeout)
+    s.connect((addr, port))
+    return s
 
 
 class Conn:
@@ -184,7 +177,7 @@ class Fuzz:
     # The MPA exchange as initiator; returns a Conn, or None if the listener refused.
     def mpa(self, rev, crc, ird, ord_, pd_len):
         rng = self.rng
-        s = socket.create_connection((self.a.addr, self.a.port), timeout=20)
+        s = connect(self.a.addr, self.a.port, 20)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         bits = rev | (F_CRC if crc else 0)
         body = b""
@@ -530,7 +523,7 @@ class Fuzz:
         kind = rng.choice(("key", "reply-to-responder", "pd-beyond-limit", "pd-lies",
                            "revision", "markers", "cut-short", "cut-short-rst", "after-request"))
         self.count(f"mpa-{kind}")
-        s = socket.create_connection((self.a.addr, self.a.port), timeout=20)
+        s = connect(self.a.addr, self.a.port, 20)
         bits, body, key = 2 | F_ENHANCED, struct.pack(">HH", 4, 4), KEY_REQ
         extra, declared = b"", None
         if kind == "key":
@@ -597,7 +590,7 @@ class Fuzz:
             socks = []
             for i in range(rng.randrange(5, 41)):
                 try:
-                    s = socket.create_connection((self.a.addr, self.a.port), timeout=5)
+                    s = connect(self.a.addr, self.a.port, 5)
                 except OSError:
                     break
                 if rng.random() < 0.5:
