@@ -330,12 +330,18 @@ impl TerminateHdr {
     }
 }
 
+/// RFC 7306 atomic operation code: Fetch and Add (section 5.2.1 figure 5).
+pub const AOP_FETCH_ADD: u8 = 0;
+/// RFC 7306 atomic operation code: Compare and Swap (section 5.2.1 figure 5).
+pub const AOP_CMP_SWAP: u8 = 2;
+
 /// The RFC 7306 Atomic Request header (52 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AtomicRequest {
-    /// The atomic operation code (low 4 bits of the first word; the rest is reserved):
-    /// 0 Fetch-and-Add, 1 Compare-and-Swap, 2 masked Fetch-and-Add, 3 masked
-    /// Compare-and-Swap.
+    /// The atomic operation code (low 4 bits of the first word; the rest is reserved),
+    /// RFC 7306 section 5.2.1 figure 5: [`AOP_FETCH_ADD`], 1 reserved, [`AOP_CMP_SWAP`].
+    /// Both operations are masked ones: a plain 64-bit add has an Add Mask of 0, a plain
+    /// compare-and-swap Compare and Swap Masks of all ones.
     pub aop: u8,
     /// Request Identifier, echoed in the Atomic Response.
     pub req_id: u32,

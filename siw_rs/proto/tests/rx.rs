@@ -19,7 +19,7 @@ use siw_proto::ddp::{DdpHdr, TaggedHdr, UntaggedHdr};
 use siw_proto::error::{HeaderCopy, TermError};
 use siw_proto::rdmap::{
     build_terminate, AtomicRequest, AtomicResponse, FpduHeader, HeaderOptions, Opcode, RdmapHdr,
-    ReadRequest, TerminateHdr,
+    ReadRequest, TerminateHdr, AOP_CMP_SWAP,
 };
 use siw_proto::rx::{Event, Receiver, RxConfig};
 use siw_proto::segment::{Message, SegmentError, Segmenter, Target};
@@ -540,7 +540,7 @@ fn rfc7306_atomics_round_trip_through_the_receiver() {
         ..CRC
     };
     let req = RdmapHdr::AtomicRequest(AtomicRequest {
-        aop: 1,
+        aop: AOP_CMP_SWAP,
         req_id: 77,
         stag: 0x100,
         to: 0x2000,
