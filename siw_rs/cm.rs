@@ -324,10 +324,13 @@ impl SockEvents for Ep {
     }
 }
 
-/// The MPA policy: the C siw's defaults (rev 2, no CRC unless the peer asks, no markers),
-/// with the module parameters applied.
+/// The MPA policy: the C siw's defaults (rev 2, no CRC unless the peer asks, markers not
+/// asked for) with the module parameters applied; unlike the C siw, markers are inserted
+/// when the peer asks (RFC 5044 section 4.3 makes them a MUST then; the C siw refuses).
 fn base_policy() -> MpaPolicy {
     let mut p = MpaPolicy::c_siw();
+    p.markers_tx = true;
+    p.markers_rx = crate::module_parameters::mpa_markers.value();
     p.crc = crate::module_parameters::mpa_crc_required.value();
     p.gso_exp = crate::module_parameters::fpdu_gso.value();
     p.revision = if crate::module_parameters::mpa_revision.value() == 1 {

@@ -157,6 +157,10 @@ pub(crate) struct LinkParams {
     pub(crate) ord: u16,
     /// Both ends set the siw-private GSO_EXP: FPDUs may be longer than one TCP segment.
     pub(crate) gso: bool,
+    /// We insert MPA markers (the peer set M).
+    pub(crate) markers_tx: bool,
+    /// The peer inserts MPA markers (we set M).
+    pub(crate) markers_rx: bool,
 }
 
 impl LinkParams {
@@ -168,6 +172,8 @@ impl LinkParams {
             ird: a.ird,
             ord: a.ord,
             gso: a.gso_exp,
+            markers_tx: a.markers_tx,
+            markers_rx: a.markers_rx,
         }
     }
 }
@@ -727,7 +733,8 @@ impl SiwQp {
                 let p = link.params;
                 out.u32(c"mpa_rev", u32::from(p.revision))?;
                 out.u32(c"mpa_crc", u32::from(p.crc))?;
-                out.u32(c"mpa_markers", 0)?;
+                out.u32(c"mpa_markers_tx", u32::from(p.markers_tx))?;
+                out.u32(c"mpa_markers_rx", u32::from(p.markers_rx))?;
                 out.u32(c"fpdu_gso", u32::from(p.gso))?;
                 out.u32(c"ird", u32::from(p.ird))?;
                 out.u32(c"ord", u32::from(p.ord))?;
@@ -1327,7 +1334,7 @@ impl QpCore {
             Link {
                 params,
                 rx: RxState::new(params)?,
-                tx: TxState::new(params.ird, params.ord)?,
+                tx: TxState::new(params.ird, params.ord, params.markers_tx)?,
                 watch: ReadWatch::default(),
             },
             GFP_KERNEL,

@@ -72,7 +72,7 @@ impl RxState {
             recv: Receiver::new(
                 RxConfig {
                     crc: p.crc,
-                    markers: false,
+                    markers: p.markers_rx,
                     header: Default::default(),
                 },
                 KernelCrc::new(),

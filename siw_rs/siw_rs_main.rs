@@ -94,6 +94,10 @@ module! {
             default: 60000,
             description: "How long a connection's peer may leave data unacknowledged, or its receive window closed, before the connection fails and its QP moves to ERROR (TCP_USER_TIMEOUT); an idle connection is probed with TCP keepalives after half that, so a peer that vanished is found too; and a connection whose peer leaves an RDMA Read unanswered (acknowledged by its TCP, so received), sending nothing, for between one and two of these periods is ended the same way. 1000 to 3600000 ms; 0: TCP's defaults and no Read watchdog (a peer that stops reading or answering holds the connection for ever, as with the C siw)",
         },
+        mpa_markers: bool {
+            default: false,
+            description: "Ask peers for MPA markers (the M bit, RFC 5044 section 4.3) on every connection; a peer that cannot send them (the C siw) refuses the connection. Markers a peer asks for are inserted whatever this says",
+        },
         fpdu_gso: bool {
             default: true,
             description: "Offer the siw-private GSO_EXP flag in MPA frames (default on; 0: FPDUs of one TCP segment, as the C siw). Where the reply carries it too (another siw_rs; the C siw as responder echoes the request's flag, and receives FPDUs of any size), FPDUs are cut at max_fpdu (16384 by default) rather than at one TCP segment",

@@ -21,7 +21,7 @@ use crate::{
         crc::Crc32c,
         ddp::{QN_READ_REQUEST, QN_SEND},
         error::TermError,
-        fpdu::{mulpdu, trailer},
+        fpdu::{mulpdu, trailer, write_fpdu, MarkerTx},
         mpa::Rtr,
         rdmap::{build_terminate, Opcode, RdmapHdr, ReadRequest, MAX_HDR_LEN},
         segment::{Message, Segmenter, Target},
@@ -68,6 +68,10 @@ const ZCOPY_MIN: u32 = kernel::page::PAGE_SIZE as u32;
 
 /// Room for any header we send: the largest is a Terminate with copied headers.
 const HDR_BUF: usize = 96;
+
+/// Largest FPDU, markers included, siw_rs sends when it inserts markers: each is framed
+/// in a buffer of this size (see [`Marked`]).
+const MARKED_FPDU: u32 = 4096;
 
 /// An outstanding RDMA Read of ours.
 #[derive(Clone, Copy)]
@@ -126,7 +130,8 @@ struct Active {
     term: bool,
 }
 
-/// An FPDU being handed to TCP.
+/// An FPDU being handed to TCP: header, payload pieces and trailer, or (with markers) the
+/// framed FPDU in [`Marked::wire`].
 struct Fpdu {
     hdr: [u8; HDR_BUF],
     hdr_len: usize,
@@ -137,6 +142,64 @@ struct Fpdu {
     sent: usize,
     total: usize,
     last: bool,
+    /// Framed whole in [`Marked::wire`], `total` bytes.
+    staged: bool,
+}
+
+/// Markers we insert because the peer asked for them (its M bit, RFC 5044 section 4.3).
+///
+/// A marker goes every 512 octets of the stream, so it falls inside payload pieces; one
+/// `sendmsg` cannot carry the pieces of a whole FPDU so split. Each FPDU is framed instead
+/// in `wire`, copied (header and payload gathered in `plain` first). This is the
+/// compatibility path, for peers that insist on markers; FPDUs stay at most
+/// [`MARKED_FPDU`] octets.
+struct Marked {
+    /// Stream position, from the first octet of the Full Operation Phase.
+    tx: MarkerTx,
+    plain: KVec<u8>,
+    wire: KVec<u8>,
+}
+
+impl Marked {
+    fn new() -> Result<Self> {
+        let len = MARKED_FPDU as usize + HDR_BUF;
+        Ok(Self {
+            tx: MarkerTx::new(),
+            plain: KVec::from_elem(0u8, len, GFP_KERNEL)?,
+            wire: KVec::from_elem(0u8, len, GFP_KERNEL)?,
+        })
+    }
+
+    /// Frames `f` (its header and payload from `src`), markers, pad and CRC, into `wire`.
+    fn stage(&mut self, f: &mut Fpdu, src: &Source, crc: bool) -> Result<(), TxStop> {
+        let hdr = f.hdr.get(..f.hdr_len).ok_or(TxStop::Failed)?;
+        self.plain
+            .get_mut(..f.hdr_len)
+            .ok_or(TxStop::Failed)?
+            .copy_from_slice(hdr);
+        let mut at = f.hdr_len;
+        let plain = &mut self.plain;
+        payload(src, f.pay_off, f.pay_len, &mut |v| {
+            let dst = plain.get_mut(at..).ok_or(TxStop::Failed)?;
+            if v.len() > dst.len() {
+                return Err(TxStop::Failed);
+            }
+            at += v.copy_to(dst);
+            Ok(())
+        })?;
+        let body = self.plain.get(..at).ok_or(TxStop::Failed)?;
+        let mut c = KernelCrc::new();
+        let n = write_fpdu(
+            &mut self.wire,
+            &[body],
+            crc.then_some(&mut c),
+            Some(&mut self.tx),
+        )
+        .map_err(|_| TxStop::Failed)?;
+        f.total = n;
+        f.staged = true;
+        Ok(())
+    }
 }
 
 /// Transmit state of a connection.
@@ -153,6 +216,8 @@ pub(crate) struct TxState {
     term: Option<(TermError, [u8; MAX_HDR_LEN], usize)>,
     /// The peer-to-peer RTR message to send before anything else (RFC 6581).
     rtr: Option<Rtr>,
+    /// Markers we insert, when the peer asked for them.
+    marked: Option<KBox<Marked>>,
 }
 
 /// Why transmission stopped for good.
@@ -164,8 +229,8 @@ pub(crate) enum TxStop {
 }
 
 impl TxState {
-    /// An idle engine for a connection with IRD/ORD limits.
-    pub(crate) fn new(ird: u16, ord: u16) -> Result<Self> {
+    /// An idle engine for a connection with IRD/ORD limits, inserting markers if `markers`.
+    pub(crate) fn new(ird: u16, ord: u16, markers: bool) -> Result<Self> {
         Ok(Self {
             active: None,
             fpdu: None,
@@ -174,6 +239,11 @@ impl TxState {
             irq: KVec::with_capacity(usize::from(ird).max(1), GFP_KERNEL)?,
             term: None,
             rtr: None,
+            marked: if markers {
+                Some(KBox::new(Marked::new()?, GFP_KERNEL)?)
+            } else {
+                None
+            },
         })
     }
 
@@ -250,19 +320,28 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
             let mut iov = [IoVec::new(&[]); MAX_IOV];
             let mut n = 0usize;
-            push(
-                &mut iov,
-                &mut n,
-                IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])),
-            )?;
-            payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
-                push(&mut iov, &mut n, v)
-            })?;
-            push(
-                &mut iov,
-                &mut n,
-                IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
-            )?;
+            if f.staged {
+                let m = tx.marked.as_ref().ok_or(TxStop::Failed)?;
+                push(
+                    &mut iov,
+                    &mut n,
+                    IoVec::new(m.wire.get(..f.total).ok_or(TxStop::Failed)?),
+                )?;
+            } else {
+                push(
+                    &mut iov,
+                    &mut n,
+                    IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])),
+                )?;
+                payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
+                    push(&mut iov, &mut n, v)
+                })?;
+                push(
+                    &mut iov,
+                    &mut n,
+                    IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
+                )?;
+            }
             match sock.send(iov.get(..n).unwrap_or(&[]), f.sent, false, false) {
                 Ok(k) => f.sent = f.sent.saturating_add(k),
                 Err(e) if e == EAGAIN => return Ok(Ran::Idle),
@@ -311,9 +390,15 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 sent: 0,
                 total: 0,
                 last: seg.last,
+                staged: false,
             };
             if let Some(d) = f.hdr.get_mut(..f.hdr_len) {
                 d.copy_from_slice(seg.header());
+            }
+            if let Some(m) = tx.marked.as_mut() {
+                m.stage(&mut f, &a.src, crc)?;
+                tx.fpdu = Some(f);
+                continue;
             }
             let mut c = KernelCrc::new();
             if crc {
@@ -341,7 +426,12 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         } else {
             sock.mss().clamp(256, limit)
         };
-        let mul = mulpdu(mss, false);
+        let marked = tx.marked.is_some();
+        let mul = if marked {
+            mulpdu(mss.min(MARKED_FPDU), true)
+        } else {
+            mulpdu(mss, false)
+        };
         if let Some((err, raw, n)) = tx.term.take() {
             let mut buf = [0u8; HDR_BUF];
             let len =
@@ -382,7 +472,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 done: None,
                 term: true,
             });
-            tx.fpdu = Some(Fpdu {
+            let mut f = Fpdu {
                 hdr,
                 hdr_len,
                 pay_off: 0,
@@ -392,7 +482,12 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 sent: 0,
                 total: hdr_len + tl,
                 last: true,
-            });
+                staged: false,
+            };
+            if let Some(m) = tx.marked.as_mut() {
+                m.stage(&mut f, &Source::None, crc)?;
+            }
+            tx.fpdu = Some(f);
             continue;
         }
         if let Some(rtr) = tx.rtr.take() {

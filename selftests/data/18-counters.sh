@@ -97,7 +97,7 @@ log "rdma -dd resource show qp, $DEV_A: $out"
 pkill -x rping || true
 wait $cli $srv 2>/dev/null || true
 for f in 'laddr 192\.168\.77\.1:[0-9]+' 'raddr 192\.168\.77\.2:7174' 'mpa_rev 2' 'mpa_crc 0' \
-	'mpa_markers 0' 'fpdu_gso 1' 'ird [0-9]+' 'ord [0-9]+' 'sq_size [0-9]+' 'rq_size [0-9]+' \
+	'mpa_markers_tx 0' 'mpa_markers_rx 0' 'fpdu_gso 1' 'ird [0-9]+' 'ord [0-9]+' 'sq_size [0-9]+' 'rq_size [0-9]+' \
 	'tx_fpdus [0-9]+'; do
 	has "$f" "$out" || fail "no '$f' in the QP's details: $out"
 done

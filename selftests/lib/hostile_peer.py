@@ -10,6 +10,7 @@
 #   hostile_peer.py stag-probe --addr A --port P --port2 Q
 #   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
 #   hostile_peer.py stall --addr A [--port P] [--hold S]
+#   hostile_peer.py bad-marker --addr A --port P --ptr N
 #
 # mpa-reply: listen on A:P, take one connection, read the initiator's MPA request (RFC 5044
 # section 7.1) and answer with a reply frame carrying N bytes of private data (after the
@@ -46,6 +47,13 @@
 # target's MR with as many Read Requests as the target's IRD allows, prints "stalled" and
 # then reads nothing for S seconds (default 30), so the target's TCP sends into a closed
 # window. It prints "held" and closes (with a reset).
+# bad-marker: the initiator of an rping client towards an rping server whose siw_rs asks
+# for MPA markers (mpa_markers=1). Its request asks for markers too (M), so the server
+# inserts them; its first FPDU (rping's advert) follows the marker that must lead the Full
+# Operation Phase (RFC 5044 section 4.3), but that marker's FPDUPTR is N instead of 0. It
+# prints the reply's bits ("reply markers=M reject=R"), then the FPDUs the server sends
+# until it closes, markers taken out, as rping-read does, and "lead marker ptr=P" for the
+# server's own first marker.
 import argparse
 import socket
 import struct
@@ -54,6 +62,7 @@ import time
 
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
+F_MARKERS = 0x8000
 F_REJECT = 0x2000
 F_ENHANCED = 0x1000
 
@@ -282,6 +291,50 @@ def collect(conn):
     return 0
 
 
+def bad_marker(args):
+    conn = socket.create_connection((args.addr, args.port), timeout=20)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
+    conn.sendall(KEY_REQ + struct.pack(">HH", F_MARKERS | 2 | F_ENHANCED, len(body)) + body)
+    hdr = recv_exact(conn, 20)
+    bits, pd_len = struct.unpack(">HH", hdr[16:20])
+    recv_exact(conn, pd_len)
+    print(f"reply markers={int(bool(bits & F_MARKERS))} reject={int(bool(bits & F_REJECT))}",
+          flush=True)
+    info = struct.pack(">QII", 0x10000, 0xABCD, 64)
+    conn.sendall(struct.pack(">HH", 0, args.ptr) + untagged(OP_SEND, 0, 1, 0, info))
+    print(f"sent the advert behind a marker with FPDUPTR {args.ptr}", flush=True)
+    # All the server sends until it closes; a marker every 512 octets from the start.
+    conn.settimeout(10)
+    stream = b""
+    try:
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            stream += chunk
+    except OSError as e:
+        print(f"read ended ({e})", flush=True)
+    plain = b"".join(stream[i + 4:i + 512] for i in range(0, len(stream), 512))
+    if len(stream) >= 4:
+        print(f"lead marker ptr={struct.unpack('>H', stream[2:4])[0]}", flush=True)
+    u = 0
+    while u + 2 <= len(plain):
+        (n,) = struct.unpack(">H", plain[u:u + 2])
+        ulpdu = plain[u + 2:u + 2 + n]
+        if len(ulpdu) < 2:
+            break
+        op = ulpdu[1] & 0x0F
+        line = f"fpdu op={OP_NAMES.get(op, op)}"
+        if op == OP_TERMINATE and len(ulpdu) >= 22:
+            (t,) = struct.unpack(">I", ulpdu[18:22])
+            line += f" layer={t >> 28} etype={(t >> 24) & 0xF} ecode={(t >> 16) & 0xFF:#04x}"
+        print(line, flush=True)
+        u += 2 + n + (-(n + 2) % 4) + 4
+    print("closed", flush=True)
+    return 0
+
+
 def mpa_accept(srv):
     conn, _ = srv.accept()
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -384,7 +437,13 @@ def main():
     st.add_argument("--addr", required=True)
     st.add_argument("--port", type=int, default=7180)
     st.add_argument("--hold", type=float, default=30.0)
+    b = sub.add_parser("bad-marker")
+    b.add_argument("--addr", required=True)
+    b.add_argument("--port", type=int, default=7174)
+    b.add_argument("--ptr", type=int, default=256)
     args = ap.parse_args()
+    if args.cmd == "bad-marker":
+        return bad_marker(args)
     if args.cmd == "stall":
         return stall(args)
     if args.cmd == "gid-request":

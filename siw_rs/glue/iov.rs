@@ -97,6 +97,17 @@ impl<'a> IoVec<'a> {
         self.page
     }
 
+    /// Copies the bytes to the start of `dst`, as many as fit; returns how many.
+    pub(crate) fn copy_to(&self, dst: &mut [u8]) -> usize {
+        let n = self.len.min(dst.len());
+        // SAFETY: By the constructors `ptr..ptr + len` is readable for `'a`, and `dst` is
+        // writable for `n` bytes; a `&mut` slice overlaps no memory someone else reads.
+        // User memory may change meanwhile (as `Page::read_raw` allows): the copy then
+        // holds old and new bytes, as a DMA engine would have read them.
+        unsafe { core::ptr::copy_nonoverlapping(self.ptr, dst.as_mut_ptr(), n) };
+        n
+    }
+
     /// The CRC32C state `crc` updated with these bytes (the kernel's `crc32c()`).
     pub(crate) fn crc32c(&self, crc: u32) -> u32 {
         // SAFETY: By the constructors the range is readable for `'a`.
