@@ -15,19 +15,10 @@ import struct
 import sys
 
 from crc32c import crc32c
+from pcap import packets
 
 KEYS = (b"MPA ID Req Frame", b"MPA ID Rep Frame")
 INTERVAL = 512
-
-
-def packets(data):
-    magic = struct.unpack("<I", data[:4])[0]
-    endian = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    off = 24
-    while off + 16 <= len(data):
-        _, _, incl, _ = struct.unpack(endian + "IIII", data[off:off + 16])
-        yield data[off + 16:off + 16 + incl]
-        off += 16 + incl
 
 
 def segments(frame):
