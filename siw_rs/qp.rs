@@ -784,9 +784,9 @@ impl SiwQp {
     }
 
     /// The SQ doorbell (`siw_post_send()` without work requests): in RTS, send what the
-    /// send queue holds (a process's call sends itself, see `Ep::send_now`); in ERROR complete what was posted with
-    /// flush errors (the C siw leaves it in the queue, uncompleted); in any other state the
-    /// QP is not connected.
+    /// send queue holds (a process's call sends itself, see `Ep::send_now`); in ERROR
+    /// complete what was posted with flush errors (the C siw leaves it in the queue,
+    /// uncompleted); in any other state the QP is not connected.
     fn doorbell(&self, process: bool) -> Result {
         let ep = {
             let mut st = self.core.st.lock();
@@ -800,8 +800,8 @@ impl SiwQp {
             }
         };
         match ep {
-            // A process's system call may sleep: it sends itself. A kernel consumer may post
-            // from atomic context.
+            // A process rings from its system call, where sending may sleep. A kernel
+            // consumer's (unusual) empty list kicks the work, as its posts do.
             Some(ep) if process => ep.send_now(),
             Some(ep) => ep.kick(),
             None => {}

@@ -100,10 +100,10 @@ impl<'a> IoVec<'a> {
     /// Copies the bytes to the start of `dst`, as many as fit; returns how many.
     pub(crate) fn copy_to(&self, dst: &mut [u8]) -> usize {
         let n = self.len.min(dst.len());
-        // SAFETY: By the constructors `ptr..ptr + len` is readable for `'a`, and `dst` is
-        // writable for `n` bytes; a `&mut` slice overlaps no memory someone else reads.
         // User memory may change meanwhile (as `Page::read_raw` allows): the copy then
         // holds old and new bytes, as a DMA engine would have read them.
+        // SAFETY: By the constructors `ptr..ptr + len` is readable for `'a`; `dst` is
+        // writable for `n` bytes, and a `&mut` slice overlaps no memory of the piece.
         unsafe { core::ptr::copy_nonoverlapping(self.ptr, dst.as_mut_ptr(), n) };
         n
     }
