@@ -15,6 +15,8 @@
 //! - R `0x2000`: reply only, the connection is rejected;
 //! - ENHANCED `0x1000`: RFC 6581 enhanced connection establishment;
 //! - GSO_EXP `0x0800`: siw-private, "the peer may send FPDUs larger than the MSS";
+//! - EXT_OFFER `0x0200`, request only: siw_rs-private, "I speak RFC 7306";
+//! - EXT_ACCEPT `0x0100`, reply only: siw_rs-private, "so do I: use it both ways";
 //! - revision in the low 8 bits.
 //!
 //! With revision 2 and ENHANCED, the private data starts with the 4-byte IRD/ORD
@@ -58,8 +60,19 @@ pub const FLAG_REJECT: u16 = 0x2000;
 pub const FLAG_ENHANCED: u16 = 0x1000;
 /// siw-private: FPDUs may exceed the MSS (C siw `MPA_RR_FLAG_GSO_EXP`).
 pub const FLAG_GSO_EXP: u16 = 0x0800;
-/// The remaining reserved bits: sent as zero, not checked.
-pub const FLAG_RESERVED: u16 = 0x0700;
+/// siw_rs-private, request only: the initiator speaks the RFC 7306 extensions (atomics,
+/// Immediate Data). RFC 7306 section 1.1 leaves their negotiation to the ULP; siw_rs
+/// does it here, for every ULP, so that a peer without them is never sent one.
+pub const FLAG_EXT_OFFER: u16 = 0x0200;
+/// siw_rs-private, reply only: the responder takes up [`FLAG_EXT_OFFER`].
+///
+/// The answer is a different bit from the offer because the C siw builds its reply
+/// from the request's header (`siw_proc_mpareq()` rewrites the key, `siw_accept()`
+/// sends the rest as received): it echoes every bit it does not know. An echoed offer
+/// must not read as an acceptance.
+pub const FLAG_EXT_ACCEPT: u16 = 0x0100;
+/// The remaining reserved bit: sent as zero, not checked.
+pub const FLAG_RESERVED: u16 = 0x0400;
 /// The revision field.
 pub const MASK_REVISION: u16 = 0x00ff;
 
@@ -111,6 +124,10 @@ pub struct MpaHeader {
     pub enhanced: bool,
     /// siw-private GSO_EXP.
     pub gso_exp: bool,
+    /// siw_rs-private EXT_OFFER (RFC 7306 offered).
+    pub ext_offer: bool,
+    /// siw_rs-private EXT_ACCEPT (RFC 7306 accepted).
+    pub ext_accept: bool,
     /// The other reserved bits (`FLAG_RESERVED`), kept as received.
     pub reserved: u16,
     /// The revision.
@@ -166,6 +183,8 @@ impl MpaHeader {
             reject: false,
             enhanced: false,
             gso_exp: false,
+            ext_offer: false,
+            ext_accept: false,
             reserved: 0,
             revision,
             pd_len: 0,
@@ -181,6 +200,8 @@ impl MpaHeader {
             (self.reject, FLAG_REJECT),
             (self.enhanced, FLAG_ENHANCED),
             (self.gso_exp, FLAG_GSO_EXP),
+            (self.ext_offer, FLAG_EXT_OFFER),
+            (self.ext_accept, FLAG_EXT_ACCEPT),
         ] {
             if on {
                 b |= flag;
@@ -227,6 +248,8 @@ impl MpaHeader {
             reject: bits & FLAG_REJECT != 0,
             enhanced: bits & FLAG_ENHANCED != 0,
             gso_exp: bits & FLAG_GSO_EXP != 0,
+            ext_offer: bits & FLAG_EXT_OFFER != 0,
+            ext_accept: bits & FLAG_EXT_ACCEPT != 0,
             reserved: bits & FLAG_RESERVED,
             revision: bits.to_be_bytes()[1],
             pd_len,
@@ -554,6 +577,9 @@ pub struct MpaPolicy {
     pub relaxed: bool,
     /// Allow FPDUs larger than the MSS when both sides set GSO_EXP (siw-private).
     pub gso_exp: bool,
+    /// Offer (initiator) or accept (responder) the RFC 7306 extensions
+    /// ([`FLAG_EXT_OFFER`], [`FLAG_EXT_ACCEPT`]).
+    pub rfc7306: bool,
     /// The most ULP private data this side can take from the peer's frame.
     pub max_private_data: usize,
 }
@@ -573,6 +599,7 @@ impl Default for MpaPolicy {
             max_ord: SIW_MAX_IRD_ORD,
             relaxed: true,
             gso_exp: false,
+            rfc7306: false,
             max_private_data: PD_MAX_ULP,
         }
     }
@@ -612,6 +639,8 @@ pub struct Agreed {
     pub rtr: Option<Rtr>,
     /// Both sides set GSO_EXP.
     pub gso_exp: bool,
+    /// Both sides speak RFC 7306: its opcodes may be sent and are accepted.
+    pub rfc7306: bool,
 }
 
 /// Why negotiation failed.
@@ -698,6 +727,7 @@ pub fn build_request(policy: &MpaPolicy) -> (MpaHeader, Option<IrdOrd>) {
     h.markers = policy.markers_rx;
     h.crc = policy.crc;
     h.gso_exp = policy.gso_exp;
+    h.ext_offer = policy.rfc7306;
     let v2 = (rev == 2).then(|| {
         h.enhanced = true;
         let mut ord = policy.ord.min(policy.max_ord);
@@ -757,6 +787,9 @@ pub fn reject_reply(policy: &MpaPolicy, req: &MpaHeader) -> MpaHeader {
 /// 7. GSO_EXP is echoed and agreed only when the policy allows it.
 /// 8. ULP private data beyond `max_private_data` is refused (PrivateDataTooLong): the
 ///    connection manager could not carry it to the ULP.
+/// 9. RFC 7306 is agreed when the request offers it (EXT_OFFER, and not the reply's
+///    EXT_ACCEPT, which no initiator sets) and the policy allows it; the reply then
+///    says so with EXT_ACCEPT, never with EXT_OFFER.
 pub fn negotiate_responder(policy: &MpaPolicy, req: &MpaFrame<'_>) -> Result<Accept, Reject> {
     let h = &req.header;
     if h.kind != FrameKind::Request {
@@ -778,6 +811,8 @@ pub fn negotiate_responder(policy: &MpaPolicy, req: &MpaFrame<'_>) -> Result<Acc
     reply.markers = policy.markers_rx;
     reply.crc = crc;
     reply.gso_exp = gso_exp;
+    let rfc7306 = h.ext_offer && !h.ext_accept && policy.rfc7306;
+    reply.ext_accept = rfc7306;
 
     let max_ird = policy.max_ird.min(IRD_ORD_MASK);
     let max_ord = policy.max_ord.min(IRD_ORD_MASK);
@@ -840,6 +875,7 @@ pub fn negotiate_responder(policy: &MpaPolicy, req: &MpaFrame<'_>) -> Result<Acc
             ord,
             rtr,
             gso_exp,
+            rfc7306,
         },
         reply,
         ird_ord,
@@ -871,6 +907,9 @@ pub fn negotiate_responder(policy: &MpaPolicy, req: &MpaFrame<'_>) -> Result<Acc
 /// 8. ULP private data beyond `max_private_data` fails the connection
 ///    (PrivateDataTooLong), checked before R: a reject's private data goes to the ULP
 ///    too.
+/// 9. RFC 7306 is agreed only when the request offered it and the reply has
+///    EXT_ACCEPT. A reply that merely echoes the request's bits (the C siw's) has
+///    EXT_OFFER, not EXT_ACCEPT, and agrees to nothing.
 pub fn negotiate_initiator(
     policy: &MpaPolicy,
     sent: &MpaFrame<'_>,
@@ -894,6 +933,7 @@ pub fn negotiate_initiator(
     }
     let crc = sent.header.crc || r.crc;
     let gso_exp = sent.header.gso_exp && r.gso_exp && policy.gso_exp;
+    let rfc7306 = sent.header.ext_offer && r.ext_accept && policy.rfc7306;
     let max_ird = policy.max_ird.min(IRD_ORD_MASK);
     let max_ord = policy.max_ord.min(IRD_ORD_MASK);
     let mut agreed = Agreed {
@@ -906,6 +946,7 @@ pub fn negotiate_initiator(
         ord: policy.ord.min(max_ord),
         rtr: None,
         gso_exp,
+        rfc7306,
     };
     let Some(req_v2) = sent.ird_ord.filter(|_| sent.header.has_ird_ord()) else {
         return Ok(agreed);

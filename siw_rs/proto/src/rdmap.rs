@@ -394,6 +394,56 @@ impl AtomicRequest {
     }
 }
 
+/// The size of an atomic operand and of the target location (RFC 7306 section 5.1).
+pub const ATOMIC_LEN: u32 = 8;
+/// The low bits of a tagged offset that must be zero for an atomic target.
+const ATOMIC_ALIGN_MASK: u64 = 7;
+
+impl AtomicRequest {
+    /// The checks a responder makes before it executes the request (RFC 7306 section
+    /// 5.1 and 8.2), besides the STag's, which need its memory tables:
+    /// - the operation code is FetchAdd or CmpSwap (section 5.2.1 figure 5: 1 is
+    ///   reserved, the rest unassigned), else Remote Operation Error "Unexpected
+    ///   OpCode";
+    /// - the target is 64-bit aligned (sections 5.1.1 and 5.1.2), else Remote
+    ///   Operation Error "Catastrophic error, localized to RDMAP Stream", the code
+    ///   section 8.2 names. The location is then not touched.
+    pub fn check(&self) -> Result<(), TermError> {
+        if self.aop != AOP_FETCH_ADD && self.aop != AOP_CMP_SWAP {
+            return Err(TermError::RdmapUnexpectedOpcode);
+        }
+        if self.to & ATOMIC_ALIGN_MASK != 0 {
+            return Err(TermError::RdmapCatastrophicStream);
+        }
+        Ok(())
+    }
+
+    /// The value the target location takes when it held `orig` (the responder returns
+    /// `orig` in either case). For a request that passed [`Self::check`].
+    ///
+    /// FetchAdd (section 5.1.1) adds field by field: a bit set in the Add Mask marks
+    /// the most significant bit of a field, and the carry out of that bit is dropped;
+    /// a mask of 0 is one plain 64-bit add. Clearing the mask bits of both operands
+    /// keeps any carry from crossing a field's top bit, and the top bits are then the
+    /// carry-less sum of the operands' bits and the carry that came in.
+    ///
+    /// CmpSwap (section 5.1.2): when `orig` equals Compare Data in the bits of the
+    /// Compare Mask, the bits of the Swap Mask are taken from Swap Data; otherwise the
+    /// location is unchanged.
+    pub fn apply(&self, orig: u64) -> u64 {
+        match self.aop {
+            AOP_FETCH_ADD => {
+                let m = self.add_swap_mask;
+                (orig & !m).wrapping_add(self.add_swap & !m) ^ ((orig ^ self.add_swap) & m)
+            }
+            AOP_CMP_SWAP if (self.compare ^ orig) & self.compare_mask == 0 => {
+                (orig & !self.add_swap_mask) | (self.add_swap & self.add_swap_mask)
+            }
+            _ => orig,
+        }
+    }
+}
+
 /// The RFC 7306 Atomic Response header (12 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AtomicResponse {

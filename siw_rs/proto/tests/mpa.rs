@@ -499,6 +499,60 @@ fn gso_exp_needs_both_sides_and_policy() {
 }
 
 #[test]
+fn rfc7306_needs_both_sides_and_policy() {
+    let x = MpaPolicy {
+        rfc7306: true,
+        ..MpaPolicy::default()
+    };
+    let (i, r) = connect(&x, &x);
+    assert!(i.unwrap().rfc7306 && r.unwrap().rfc7306);
+    let (i, r) = connect(&x, &MpaPolicy::default());
+    assert!(!i.unwrap().rfc7306 && !r.unwrap().rfc7306);
+    let (i, r) = connect(&MpaPolicy::default(), &x);
+    assert!(!i.unwrap().rfc7306 && !r.unwrap().rfc7306);
+}
+
+#[test]
+fn rfc7306_offer_and_answer_are_different_bits() {
+    let x = MpaPolicy {
+        rfc7306: true,
+        ..MpaPolicy::default()
+    };
+    let req = request(&x);
+    assert!(req.header.ext_offer && !req.header.ext_accept);
+    assert_eq!(req.header.bits() & FLAG_EXT_OFFER, FLAG_EXT_OFFER);
+    let acc = negotiate_responder(&x, &req).unwrap();
+    assert!(acc.reply.ext_accept && !acc.reply.ext_offer);
+    assert_eq!(
+        acc.reply.bits() & (FLAG_EXT_OFFER | FLAG_EXT_ACCEPT),
+        FLAG_EXT_ACCEPT
+    );
+}
+
+/// The C siw answers with the request's own header, key rewritten (`siw_proc_mpareq()`,
+/// `siw_accept()`): every bit it does not know comes back. Our offer, echoed, must not
+/// read as an acceptance.
+#[test]
+fn rfc7306_echoed_offer_is_no_acceptance() {
+    let x = MpaPolicy {
+        rfc7306: true,
+        ..MpaPolicy::default()
+    };
+    let req = request(&x);
+    let mut b = [0u8; 600];
+    let mut echo = req;
+    echo.header.kind = FrameKind::Reply;
+    let echo_rx = roundtrip(&echo, &mut b);
+    assert!(echo_rx.header.ext_offer);
+    let agreed = negotiate_initiator(&x, &req, &echo_rx).unwrap();
+    assert!(!agreed.rfc7306);
+    // And a request that carries the answer bit (nobody's) is not taken up.
+    let mut odd = req;
+    odd.header.ext_accept = true;
+    assert!(!negotiate_responder(&x, &odd).unwrap().agreed.rfc7306);
+}
+
+#[test]
 fn enhanced_request_without_word_is_malformed() {
     let mut b = [0u8; 24];
     let mut h = MpaHeader::new(FrameKind::Request, 2);

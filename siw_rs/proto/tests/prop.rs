@@ -143,7 +143,7 @@ fn arb_header() -> impl Strategy<Value = FpduHeader> {
 fn arb_policy() -> impl Strategy<Value = MpaPolicy> {
     (
         1u8..=2,
-        any::<[bool; 6]>(),
+        any::<[bool; 7]>(),
         any::<[bool; 3]>(),
         (0u16..300, 0u16..300, 0u16..300, 0u16..300),
     )
@@ -165,6 +165,7 @@ fn arb_policy() -> impl Strategy<Value = MpaPolicy> {
                 max_ord,
                 relaxed: f[4],
                 gso_exp: f[5],
+                rfc7306: f[6],
                 max_private_data: PD_MAX_ULP,
             },
         )
@@ -294,8 +295,8 @@ proptest! {
     #[test]
     fn mpa_frame_encode_parse_identity(
         rev in 0u8..=255,
-        flags in any::<[bool; 5]>(),
-        reserved in 0u16..8,
+        flags in any::<[bool; 7]>(),
+        reserved in 0u16..2,
         v2 in any::<(u16, u16, bool, [bool; 3])>(),
         pd in proptest::collection::vec(any::<u8>(), 0..=508),
         reply in any::<bool>(),
@@ -307,7 +308,9 @@ proptest! {
         header.reject = flags[2];
         header.enhanced = flags[3];
         header.gso_exp = flags[4];
-        header.reserved = reserved << 8;
+        header.ext_offer = flags[5];
+        header.ext_accept = flags[6];
+        header.reserved = reserved << 10;
         let ird_ord = header.has_ird_ord().then(|| IrdOrd {
             ird: v2.0 & IRD_ORD_MASK,
             ord: v2.1 & IRD_ORD_MASK,
@@ -507,6 +510,8 @@ proptest! {
                     prop_assert_eq!(i.markers_rx, r.markers_tx);
                     prop_assert_eq!(i.enhanced, r.enhanced);
                     prop_assert_eq!(i.gso_exp, r.gso_exp);
+                    prop_assert_eq!(i.rfc7306, r.rfc7306);
+                    prop_assert_eq!(i.rfc7306, ini.rfc7306 && resp.rfc7306);
                     if i.enhanced {
                         prop_assert_eq!(i.ird, r.ord);
                         prop_assert!(i.ord <= r.ird);
