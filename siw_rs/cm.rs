@@ -333,6 +333,7 @@ fn base_policy() -> MpaPolicy {
     p.markers_rx = crate::module_parameters::mpa_markers.value();
     p.crc = crate::module_parameters::mpa_crc_required.value();
     p.gso_exp = crate::module_parameters::fpdu_gso.value();
+    p.rfc7306 = crate::module_parameters::rfc7306.value();
     p.revision = if crate::module_parameters::mpa_revision.value() == 1 {
         1
     } else {

@@ -76,6 +76,9 @@ pub(crate) struct Completion {
     pub(crate) solicited: bool,
     /// The local STag a received Send with Invalidate invalidated.
     pub(crate) invalidated: Option<u32>,
+    /// The immediate data of a received RFC 7306 Immediate Data message (the bytes of
+    /// `ib_wc.ex.imm_data`).
+    pub(crate) imm: Option<[u8; 4]>,
 }
 
 /// Adds `c` to `cq` and wakes its consumer if it armed the CQ; on overflow fails with
@@ -184,7 +187,11 @@ impl SiwCq {
                 opcode: c.opcode,
                 status: c.status,
                 bytes: c.bytes,
-                imm: c.invalidated.map_or(0, u64::from),
+                imm: match (c.invalidated, c.imm) {
+                    (Some(stag), _) => u64::from(stag),
+                    (None, Some(imm)) => u64::from(u32::from_ne_bytes(imm)),
+                    (None, None) => 0,
+                },
                 qp: u64::from(c.qp_num),
             },
         )?;
@@ -192,12 +199,14 @@ impl SiwCq {
         if let Some(q) = idx.qps.get_mut(slot) {
             *q = c.qp_handle;
         }
-        let inval = if c.invalidated.is_some() {
+        let extra = if c.invalidated.is_some() {
             wqe::REM_INVAL
+        } else if c.imm.is_some() {
+            wqe::WITH_IMM
         } else {
             0
         };
-        flags.store(CQE_VALID | inval, Ordering::Release);
+        flags.store(CQE_VALID | extra, Ordering::Release);
         idx.put = idx.put.wrapping_add(1);
         // The control word follows the last CQE.
         let ctrl = mem.atomic_u32(self.ring.end(CQE_SIZE)).ok_or(EINVAL)?;
@@ -225,13 +234,22 @@ impl SiwCq {
             let Some(c) = mem.read::<Cqe>(off) else {
                 break;
             };
+            let imm = (f & wqe::WITH_IMM != 0).then_some((c.imm as u32).to_ne_bytes());
             *slot = Wc {
                 id: c.id,
-                opcode: wc_opcode(c.opcode),
+                // The receive of an Immediate Data message: the peer's RDMA Write with
+                // Immediate Data (a standalone Immediate Data message reads the same: a
+                // zero-length Write with Immediate Data).
+                opcode: if imm.is_some() && c.opcode == op::RECEIVE {
+                    WcOpcode::RecvRdmaWithImm
+                } else {
+                    wc_opcode(c.opcode)
+                },
                 status: wc_status(c.status),
                 byte_len: c.bytes,
                 qp: idx.qps.get(self.ring.slot(idx.get)).copied().flatten(),
                 invalidated: (f & wqe::REM_INVAL != 0).then_some(c.imm as u32),
+                imm,
             };
             flags.store(0, Ordering::Release);
             idx.get = idx.get.wrapping_add(1);
@@ -262,11 +280,13 @@ impl SiwCq {
 /// `map_wc_opcode()`).
 pub(crate) fn wc_opcode(opcode: u8) -> WcOpcode {
     match opcode {
-        op::WRITE => WcOpcode::RdmaWrite,
+        op::WRITE | op::WRITE_WITH_IMM => WcOpcode::RdmaWrite,
         op::SEND | op::SEND_WITH_IMM | op::SEND_REMOTE_INV => WcOpcode::Send,
         op::READ | op::READ_LOCAL_INV => WcOpcode::RdmaRead,
         op::INVAL_STAG => WcOpcode::LocalInv,
         op::REG_MR => WcOpcode::RegMr,
+        op::FETCH_AND_ADD => WcOpcode::FetchAdd,
+        op::COMP_AND_SWAP => WcOpcode::CompSwap,
         _ => WcOpcode::Recv,
     }
 }

@@ -239,7 +239,10 @@ impl SiwDev {
     /// The device attributes (`query_device`), the C siw's.
     pub(crate) fn attr(&self) -> DeviceAttr {
         DeviceAttr {
-            // Revisit atomics if RFC 7306 gets supported.
+            // RFC 7306 atomics, done with the CPU's own atomic instructions on the target
+            // word, so atomic against the CPUs as well (the C siw: none). A connection uses
+            // them only where both ends agreed (`rfc7306`); elsewhere posting one fails.
+            atomic_glob: crate::module_parameters::rfc7306.value(),
             device_cap_flags: ibdev::DEVICE_MEM_MGT_EXTENSIONS,
             kernel_cap_flags: ibdev::KERNEL_ALLOW_USER_UNREG,
             max_cq: MAX_CQ,

@@ -153,6 +153,67 @@ mod cq {
         assert_eq!(wc_opcode(op::REG_MR), WcOpcode::RegMr);
         assert_eq!(wc_opcode(op::RECEIVE), WcOpcode::Recv);
     }
+
+    #[test]
+    fn rfc7306_completions_map_to_their_verbs_opcodes() {
+        assert_eq!(wc_opcode(op::FETCH_AND_ADD), WcOpcode::FetchAdd);
+        assert_eq!(wc_opcode(op::COMP_AND_SWAP), WcOpcode::CompSwap);
+        // A flushed Write with Immediate Data reports as a Write.
+        assert_eq!(wc_opcode(op::WRITE_WITH_IMM), WcOpcode::RdmaWrite);
+    }
+}
+
+#[kunit_tests(siw_rs_rfc7306)]
+mod rfc7306 {
+    use crate::{
+        glue::siw_abi::{
+            MAX_INLINE,
+            SQE_SIZE, //
+        },
+        queue::{
+            AtomicWqe,
+            Sge,
+            Sqe,
+            IMM_MAX_INLINE,
+            SQE_IMM,
+            SQE_INLINE, //
+        },
+    };
+
+    #[test]
+    fn atomic_element_round_trips_and_keeps_its_sink() {
+        let w = AtomicWqe {
+            add_swap: 0x0102_0304_0506_0708,
+            add_swap_mask: 0xffff_0000_ffff_0000,
+            compare: 0x1112_1314_1516_1718,
+            compare_mask: 0x8000_0000_0000_0001,
+        };
+        let sink = Sge {
+            laddr: 0xdead_0000,
+            length: 8,
+            lkey: 0x42,
+        };
+        let mut sqe = Sqe {
+            num_sge: 1,
+            ..Default::default()
+        };
+        sqe.sge[0] = sink;
+        w.encode(&mut sqe);
+        assert_eq!(AtomicWqe::decode(&sqe), w);
+        assert_eq!(
+            (sqe.sge[0].laddr, sqe.sge[0].length, sqe.sge[0].lkey),
+            (sink.laddr, sink.length, sink.lkey)
+        );
+    }
+
+    #[test]
+    fn immediate_data_sits_behind_the_room_it_leaves() {
+        // The last four bytes of the element (the sixth SGE's lkey), behind the 64 bytes
+        // of inline data an element with immediate data may carry.
+        assert_eq!(SQE_IMM + 4, SQE_SIZE);
+        assert_eq!(IMM_MAX_INLINE, MAX_INLINE - 16);
+        assert!(SQE_INLINE + IMM_MAX_INLINE <= SQE_IMM);
+    }
 }
 
 #[kunit_tests(siw_rs_fastreg)]

@@ -149,6 +149,8 @@ pub(crate) const LOCAL_WRITE: AccessFlags = AccessFlags::from_raw(Access::LocalW
 pub(crate) const REMOTE_WRITE: AccessFlags = AccessFlags::from_raw(Access::RemoteWrite as u32);
 /// The right an inbound RDMA Read needs.
 pub(crate) const REMOTE_READ: AccessFlags = AccessFlags::from_raw(Access::RemoteRead as u32);
+/// The right an inbound RFC 7306 Atomic Request needs.
+pub(crate) const REMOTE_ATOMIC: AccessFlags = AccessFlags::from_raw(Access::RemoteAtomic as u32);
 
 /// The pages `map_mr_sg` mapped onto a fast-registration MR, waiting for a `REG_MR`.
 #[pin_data]

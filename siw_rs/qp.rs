@@ -82,12 +82,15 @@ use crate::{
     },
     queue::{
         post_wqe,
+        AtomicWqe,
         RegMrWqe,
         Ring,
         Rqe,
         Sge,
         Sges,
         Sqe,
+        IMM_MAX_INLINE,
+        SQE_IMM,
         SQE_INLINE,
         WQE_FLAGS, //
     },
@@ -161,6 +164,9 @@ pub(crate) struct LinkParams {
     pub(crate) markers_tx: bool,
     /// The peer inserts MPA markers (we set M).
     pub(crate) markers_rx: bool,
+    /// Both ends speak RFC 7306 (siw_rs's MPA offer and answer): its messages may be sent
+    /// and are accepted.
+    pub(crate) rfc7306: bool,
 }
 
 impl LinkParams {
@@ -174,6 +180,7 @@ impl LinkParams {
             gso: a.gso_exp,
             markers_tx: a.markers_tx,
             markers_rx: a.markers_rx,
+            rfc7306: a.rfc7306,
         }
     }
 }
@@ -327,6 +334,7 @@ impl QpState {
             qp_handle: self.ids.handle,
             solicited: false,
             invalidated: None,
+            imm: None,
         }
     }
 
@@ -402,6 +410,9 @@ struct Posting {
     /// `st.ep` while in RTS (so never its last reference), else `None`: posting kicks it
     /// straight from any context, without the state mutex or a hop through the QP's work.
     ep: Option<Arc<Ep>>,
+    /// In RTS, the connection agreed on RFC 7306: atomics and Writes with Immediate Data
+    /// may be posted (the transmit engine checks again).
+    rfc7306: bool,
 }
 
 impl_has_work! {
@@ -716,7 +727,8 @@ impl SiwQp {
 
     /// `query_qp`.
     /// `rdma resource show qp -dd`: the connection (addresses, MPA revision, CRC, markers,
-    /// IRD and ORD and their use), the queues' fill, and what the connection counted.
+    /// RFC 7306, IRD and ORD and their use), the queues' fill, and what the connection
+    /// counted.
     pub(crate) fn details(&self, out: &mut ResDetails<'_>) -> Result {
         let core = &self.core;
         // The rings' flags are atomics: scanned without the state lock, which the data path
@@ -736,6 +748,7 @@ impl SiwQp {
                 out.u32(c"mpa_markers_tx", u32::from(p.markers_tx))?;
                 out.u32(c"mpa_markers_rx", u32::from(p.markers_rx))?;
                 out.u32(c"fpdu_gso", u32::from(p.gso))?;
+                out.u32(c"rfc7306", u32::from(p.rfc7306))?;
                 out.u32(c"ird", u32::from(p.ird))?;
                 out.u32(c"ord", u32::from(p.ord))?;
                 out.u32(c"ird_used", count_u32(link.tx.irq.len()))?;
@@ -842,7 +855,10 @@ impl SiwQp {
         let inline = if w.flags.contains(SendFlag::Inline)
             && matches!(
                 w.op,
-                SendOp::Send | SendOp::SendWithInv { .. } | SendOp::RdmaWrite { .. }
+                SendOp::Send
+                    | SendOp::SendWithInv { .. }
+                    | SendOp::RdmaWrite { .. }
+                    | SendOp::RdmaWriteWithImm { .. }
             ) {
             let mut data = [0u8; MAX_INLINE];
             let len = w.gather_inline(&mut data)?;
@@ -867,8 +883,41 @@ impl SiwQp {
             }
             SendOp::LocalInv { rkey } => (op::INVAL_STAG, rkey, 0),
             SendOp::RegMr { .. } => (op::REG_MR, 0, 0),
+            SendOp::RdmaWriteWithImm {
+                remote_addr, rkey, ..
+            } => (op::WRITE_WITH_IMM, rkey, remote_addr),
+            SendOp::Atomic(a) => (
+                if a.cmp_swap {
+                    op::COMP_AND_SWAP
+                } else {
+                    op::FETCH_AND_ADD
+                },
+                a.rkey,
+                a.remote_addr,
+            ),
             SendOp::Other(_) => return Err(EINVAL),
         };
+        // RFC 7306: only on a connection whose peer agreed to it (never to the C siw, which
+        // would end the connection with a Terminate), with the room these elements need.
+        let imm = match w.op {
+            SendOp::RdmaWriteWithImm { imm, .. } => {
+                let room = match &inline {
+                    Some((_, len)) => *len as usize <= IMM_MAX_INLINE,
+                    None => w.sge.len() < MAX_SGE as usize,
+                };
+                if !room {
+                    return Err(EINVAL);
+                }
+                Some(imm)
+            }
+            _ => None,
+        };
+        if matches!(w.op, SendOp::Atomic(_)) && (w.sge.len() != 1 || inline.is_some()) {
+            return Err(EINVAL);
+        }
+        if (imm.is_some() || matches!(w.op, SendOp::Atomic(_))) && !core.posting.lock().rfc7306 {
+            return Err(EOPNOTSUPP);
+        }
         let mut flags = 0u16;
         for (ib, siw) in [
             (SendFlag::Signaled, wqe::SIGNALLED),
@@ -905,6 +954,15 @@ impl SiwQp {
             }
             .encode(&mut sqe);
         }
+        if let SendOp::Atomic(a) = w.op {
+            AtomicWqe {
+                add_swap: a.add_swap,
+                add_swap_mask: a.add_swap_mask,
+                compare: a.compare,
+                compare_mask: a.compare_mask,
+            }
+            .encode(&mut sqe);
+        }
         let inline = inline.map(|(data, len)| {
             sqe.num_sge = 1;
             sqe.sge = Default::default();
@@ -916,8 +974,11 @@ impl SiwQp {
         let off = core.sq.offset(p.sq, SQE_SIZE);
         post_wqe(&core.sq.mem, off, flags, || {
             core.sq.mem.write(off, sqe)?;
-            match inline {
-                Some(d) => core.sq.mem.write(off.saturating_add(SQE_INLINE), d),
+            if let Some(d) = inline {
+                core.sq.mem.write(off.saturating_add(SQE_INLINE), d)?;
+            }
+            match imm {
+                Some(i) => core.sq.mem.write(off.saturating_add(SQE_IMM), i),
                 None => Ok(()),
             }
         })?;
@@ -1300,7 +1361,11 @@ impl QpCore {
         let ep = if s == State::Rts { st.ep.clone() } else { None };
         // Dropped after the spinlock, and never the last reference: `st.ep` still holds
         // the endpoint while the state leaves RTS.
-        let _old = core::mem::replace(&mut self.posting.lock().ep, ep);
+        let rfc7306 = ep.is_some() && st.link().is_some_and(|l| l.params.rfc7306);
+        let mut p = self.posting.lock();
+        p.rfc7306 = rfc7306;
+        let _old = core::mem::replace(&mut p.ep, ep);
+        drop(p);
         self.state_now.store(state_code(s), Ordering::Relaxed);
         fence(Ordering::SeqCst);
     }
@@ -1377,6 +1442,7 @@ impl QpCore {
                 qp_handle: st.ids.handle,
                 solicited: false,
                 invalidated: None,
+                imm: None,
             };
             let _ = st.complete(false, &c);
         }
@@ -1453,6 +1519,7 @@ pub(crate) fn sq_completion(
         qp_handle: st.ids.handle,
         solicited: false,
         invalidated: None,
+        imm: None,
     }
 }
 

@@ -124,6 +124,57 @@ impl RegMrWqe {
     }
 }
 
+/// A kernel QP's atomic element (`op::FETCH_AND_ADD`, `op::COMP_AND_SWAP`): the sink of
+/// the original value in `sge[0]`, the operands where `sge[1]` and `sge[2]` would be. User
+/// space cannot post it ([`crate::tx`] refuses atomics from a user's send queue; libsiw
+/// refuses them too), so this layout is no ABI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AtomicWqe {
+    pub(crate) add_swap: u64,
+    pub(crate) add_swap_mask: u64,
+    pub(crate) compare: u64,
+    pub(crate) compare_mask: u64,
+}
+
+impl AtomicWqe {
+    /// Writes the operands into `sqe` (whose `sge[0]` is the sink).
+    pub(crate) fn encode(&self, sqe: &mut Sqe) {
+        let split = |v: u64| (v as u32, (v >> 32) as u32);
+        let (lo, hi) = split(self.add_swap_mask);
+        sqe.sge[1] = Sge {
+            laddr: self.add_swap,
+            length: lo,
+            lkey: hi,
+        };
+        let (lo, hi) = split(self.compare_mask);
+        sqe.sge[2] = Sge {
+            laddr: self.compare,
+            length: lo,
+            lkey: hi,
+        };
+    }
+
+    /// Reads the operands from `sqe`.
+    pub(crate) fn decode(sqe: &Sqe) -> Self {
+        let join = |s: &Sge| u64::from(s.length) | (u64::from(s.lkey) << 32);
+        Self {
+            add_swap: sqe.sge[1].laddr,
+            add_swap_mask: join(&sqe.sge[1]),
+            compare: sqe.sge[2].laddr,
+            compare_mask: join(&sqe.sge[2]),
+        }
+    }
+}
+
+/// Where a kernel QP's `op::WRITE_WITH_IMM` element keeps its immediate data: the `lkey`
+/// of the last SGE. Such an element has at most `MAX_SGE - 1` SGEs, or inline data that
+/// ends before this ([`IMM_MAX_INLINE`]). Written after the element and its inline data,
+/// read by the transmit engine from the ring; no ABI (user space cannot post it).
+pub(crate) const SQE_IMM: usize =
+    offset_of!(Sqe, sge) + (siw_abi::MAX_SGE - 1) * size_of::<Sge>() + offset_of!(Sge, lkey);
+/// The most inline data an element with immediate data carries.
+pub(crate) const IMM_MAX_INLINE: usize = siw_abi::MAX_INLINE - size_of::<Sge>();
+
 /// Offset of `flags` in an SQE and an RQE.
 pub(crate) const WQE_FLAGS: usize = offset_of!(Sqe, flags);
 /// Offset of `flags` in a CQE.
@@ -143,6 +194,9 @@ const _: () = {
     assert!(offset_of!(Rqe, sge) == siw_abi::RQE_SGE);
     assert!(CQE_FLAGS == siw_abi::CQE_FLAGS);
     assert!(SQE_INLINE + siw_abi::MAX_INLINE == siw_abi::SQE_SIZE);
+    assert!(SQE_INLINE + IMM_MAX_INLINE <= SQE_IMM);
+    assert!(SQE_IMM + 4 <= siw_abi::SQE_SIZE);
+    assert!(siw_abi::MAX_SGE >= 3);
 };
 
 /// Posts a kernel consumer's work queue element at byte offset `off` of `mem`, as a process

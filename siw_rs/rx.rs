@@ -17,17 +17,17 @@ use crate::{
         rdma::{mmap::SharedMem, verbs::AccessFlags},
         siw_abi::{op, wc, wqe, RQE_SIZE},
     },
-    mr::{self, AccessError, MrCore, LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE},
+    mr::{self, AccessError, MrCore, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE},
     proto::{
         ddp::DdpHdr,
         error::TermError,
-        rdmap::{FpduHeader, Opcode, RdmapHdr},
+        rdmap::{FpduHeader, HeaderOptions, Opcode, RdmapHdr, ATOMIC_LEN},
         rx::{Event, Receiver, RxConfig},
     },
     qp::{LinkParams, QpCore, QpState},
     queue::{Rqe, Sges, WQE_FLAGS},
     stats::Counter,
-    tx::read_done,
+    tx::{read_done, Inbound},
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
@@ -52,6 +52,11 @@ pub(crate) struct RxState {
     pub(crate) messages: u32,
     /// Bytes taken from the socket (wrapping): the Read watchdog's sign of life.
     bytes: u64,
+    /// Payload of the RDMA Write message coming in (its segments so far).
+    write_len: u32,
+    /// The length of the RDMA Write that was the last message received, if it was one: an
+    /// RFC 7306 Immediate Data message right behind it completes it (`byte_len`).
+    last_write: Option<u32>,
     /// Receiving stopped for good (a Terminate is due or came in): nothing after the
     /// error is placed or completed.
     stopped: bool,
@@ -73,7 +78,7 @@ impl RxState {
                 RxConfig {
                     crc: p.crc,
                     markers: p.markers_rx,
-                    header: Default::default(),
+                    header: HeaderOptions { rfc7306: p.rfc7306 },
                 },
                 KernelCrc::new(),
             ),
@@ -81,6 +86,8 @@ impl RxState {
             tagged: None,
             messages: 0,
             bytes: 0,
+            write_len: 0,
+            last_write: None,
             stopped: false,
         })
     }
@@ -198,7 +205,17 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
     let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
     link.rx.tagged = None;
     match (h.opcode, h.ddp) {
-        (Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate, _) => {
+        (
+            Opcode::Send
+            | Opcode::SendSe
+            | Opcode::SendInvalidate
+            | Opcode::SendSeInvalidate
+            | Opcode::ImmediateData
+            | Opcode::ImmediateDataSe,
+            _,
+        ) => {
+            // An Immediate Data message consumes a receive too (RFC 7306 section 6.3),
+            // and places nothing in it.
             if first {
                 let rqe = take_rqe(qp, st).ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
                 let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
@@ -208,6 +225,11 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
         }
         (Opcode::RdmaWrite, DdpHdr::Tagged(t)) => {
             let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
+            link.rx.write_len = if first {
+                len
+            } else {
+                link.rx.write_len.saturating_add(len)
+            };
             if len == 0 {
                 // Nothing to place, so nothing to validate (the C siw's rule; a
                 // peer-to-peer RTR Write names STag 1).
@@ -226,6 +248,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
                 .tx
                 .orq
                 .first_mut()
+                .filter(|o| o.atomic.is_none())
                 .ok_or(RxStop::Term(TermError::LlpInvalidReqResp))?;
             let at = o.sink_to.checked_add(u64::from(o.received));
             let end = o
@@ -243,7 +266,14 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
             link.rx.tagged = Some(tagged_sink(qp, t.stag, t.to, len, LOCAL_WRITE)?);
             Ok(())
         }
-        (Opcode::ReadRequest | Opcode::Terminate, _) => Ok(()),
+        // Header-only messages: handled whole at their end.
+        (
+            Opcode::ReadRequest
+            | Opcode::Terminate
+            | Opcode::AtomicRequest
+            | Opcode::AtomicResponse,
+            _,
+        ) => Ok(()),
         _ => Err(RxStop::Term(TermError::RdmapUnexpectedOpcode)),
     }
 }
@@ -328,7 +358,107 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
         return Ok(());
     }
     link.rx.messages = link.rx.messages.saturating_add(1);
+    let last_write = link.rx.last_write.take();
     match h.opcode {
+        Opcode::RdmaWrite => {
+            link.rx.last_write = Some(link.rx.write_len);
+            Ok(())
+        }
+        Opcode::ImmediateData | Opcode::ImmediateDataSe => {
+            let RdmapHdr::Immediate(data) = h.rdmap else {
+                return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
+            };
+            let s = link
+                .rx
+                .send
+                .take()
+                .ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
+            // The verbs' 32 bits are the last four of the eight octets.
+            let [_, _, _, _, i0, i1, i2, i3] = data;
+            let imm = [i0, i1, i2, i3];
+            // RDMA Write with Immediate Data: the receive reports the Write's length (a
+            // standalone Immediate Data message: a zero-length Write's).
+            let c = Completion {
+                id: s.id,
+                opcode: op::RECEIVE,
+                status: s.status.unwrap_or(wc::SUCCESS),
+                bytes: last_write.unwrap_or(0),
+                qp_num: st.ids().qpn,
+                qp_handle: st.ids().handle,
+                solicited: h.opcode.solicited(),
+                invalidated: None,
+                imm: Some(imm),
+            };
+            let _ = st.complete(false, &c);
+            Ok(())
+        }
+        Opcode::AtomicRequest => {
+            let RdmapHdr::AtomicRequest(req) = h.rdmap else {
+                return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
+            };
+            // RFC 7306 section 5: the operation code and alignment, then the same remote
+            // addressing checks as a Read's, with the remote atomic right.
+            req.check().map_err(RxStop::Term)?;
+            let mr = qp
+                .tables()
+                .mr(req.stag)
+                .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
+            let off = mr
+                .check(qp.pd(), req.to, ATOMIC_LEN, REMOTE_ATOMIC)
+                .map_err(|e| RxStop::Term(read_err(e)))?;
+            // Atomics share the IRD with Reads (RFC 7306 section 5.2): beyond it, as for a
+            // Read, the peer broke the negotiated limit.
+            let ird = usize::from(link.params.ird);
+            if link.tx.irq.len() >= ird {
+                return Err(RxStop::Term(TermError::RdmapCatastrophicStream));
+            }
+            link.tx
+                .irq
+                .push_within_capacity(Inbound::Atomic { req, mr, off })
+                .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
+            Ok(())
+        }
+        Opcode::AtomicResponse => {
+            let RdmapHdr::AtomicResponse(resp) = h.rdmap else {
+                return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
+            };
+            // It answers our oldest outstanding request, which must be this Atomic (the
+            // responder answers in order, RFC 7306 section 7).
+            match link.tx.orq.first() {
+                Some(o) if o.atomic.is_some_and(|(_, id)| id == resp.req_id) => {}
+                _ => return Err(RxStop::Term(TermError::RdmapCatastrophicStream)),
+            }
+            let o = link
+                .tx
+                .orq
+                .remove(0)
+                .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
+            // The original value, in this CPU's byte order, to the sink (checked again:
+            // it may have been deregistered meanwhile).
+            let placed = qp
+                .tables()
+                .mr(o.sink_stag)
+                .ok_or(AccessError::InvalidStag)
+                .and_then(|mr| {
+                    let off = mr.check(qp.pd(), o.sink_to, ATOMIC_LEN, LOCAL_WRITE)?;
+                    mr.pages
+                        .write(off, &resp.orig.to_ne_bytes())
+                        .map_err(|_| AccessError::Bounds)
+                });
+            let status = if placed.is_ok() {
+                wc::SUCCESS
+            } else {
+                wc::LOC_PROT_ERR
+            };
+            if let Some(c) = read_done(st, &o, status) {
+                let _ = st.complete(true, &c);
+            }
+            // A sink gone bad is a local error: the QP cannot go on (as a Read's).
+            if placed.is_err() {
+                return Err(RxStop::Term(TermError::RdmapCatastrophic));
+            }
+            Ok(())
+        }
         Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {
             let placed = link
                 .rx
@@ -376,6 +506,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 qp_handle: st.ids().handle,
                 solicited: h.opcode.solicited(),
                 invalidated,
+                imm: None,
             };
             let _ = st.complete(false, &c);
             if refused {
@@ -423,7 +554,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             }
             link.tx
                 .irq
-                .push_within_capacity(rr)
+                .push_within_capacity(Inbound::Read(rr))
                 .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
             qp.stats().add(Counter::ReadRequestsServed, 1);
             Ok(())
@@ -432,7 +563,6 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             qp.tables().count(Counter::TerminatesReceived);
             Err(RxStop::PeerTerminated)
         }
-        _ => Ok(()),
     }
 }
 

@@ -102,6 +102,10 @@ module! {
             default: true,
             description: "Offer the siw-private GSO_EXP flag in MPA frames (default on; 0: FPDUs of one TCP segment, as the C siw). Where the reply carries it too (another siw_rs; the C siw as responder echoes the request's flag, and receives FPDUs of any size), FPDUs are cut at max_fpdu (16384 by default) rather than at one TCP segment",
         },
+        rfc7306: bool {
+            default: true,
+            description: "Offer and accept the RFC 7306 extensions (atomics, RDMA Write with Immediate Data) on every connection, with siw_rs-private MPA bits; a peer that does not answer the offer (the C siw) is never sent one, and a kernel consumer's atomic or Write with Immediate on such a connection fails to post (EOPNOTSUPP). Also sets atomic_cap",
+        },
         max_fpdu: u32 {
             default: 0,
             description: "Largest FPDU in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384. Where fpdu_gso is agreed, FPDUs are this long (0: 16384) whatever the MSS",

@@ -19,15 +19,18 @@ use crate::{
     mr::{self, FastRegError, MrCore, LOCAL_READ, LOCAL_WRITE},
     proto::{
         crc::Crc32c,
-        ddp::{QN_READ_REQUEST, QN_SEND},
+        ddp::{QN_ATOMIC_RESPONSE, QN_READ_REQUEST, QN_SEND},
         error::TermError,
         fpdu::{mulpdu, trailer, write_fpdu, MarkerTx},
         mpa::Rtr,
-        rdmap::{build_terminate, Opcode, RdmapHdr, ReadRequest, MAX_HDR_LEN},
+        rdmap::{
+            build_terminate, AtomicRequest, AtomicResponse, Opcode, RdmapHdr, ReadRequest,
+            AOP_CMP_SWAP, AOP_FETCH_ADD, ATOMIC_LEN, MAX_HDR_LEN,
+        },
         segment::{Message, Segmenter, Target},
     },
     qp::{sq_completion, QpCore, QpState, OK},
-    queue::{RegMrWqe, Sqe, SQE_INLINE, WQE_FLAGS},
+    queue::{AtomicWqe, RegMrWqe, Sqe, SQE_IMM, SQE_INLINE, WQE_FLAGS},
     stats::Counter,
 };
 use core::sync::atomic::Ordering;
@@ -88,6 +91,32 @@ pub(crate) struct OrqEntry {
     pub(crate) rtr: bool,
     /// A Read with Invalidate: the sink STag is invalidated once the response is in.
     pub(crate) invalidate: bool,
+    /// An RFC 7306 Atomic Request, not a Read: its opcode (`op::FETCH_AND_ADD` or
+    /// `op::COMP_AND_SWAP`) and Request Identifier. Its Atomic Response puts the original
+    /// value, 8 bytes, at the sink.
+    pub(crate) atomic: Option<(u8, u32)>,
+}
+
+impl OrqEntry {
+    /// The opcode its completion reports.
+    pub(crate) fn opcode(&self) -> u8 {
+        self.atomic.map_or(op::READ, |(opcode, _)| opcode)
+    }
+}
+
+/// A request of the peer's to answer, in the order received (RFC 7306 section 7: a Read
+/// Response is not generated before the Atomic Response of an earlier Atomic Request, nor
+/// the other way round).
+pub(crate) enum Inbound {
+    /// An RDMA Read Request.
+    Read(ReadRequest),
+    /// An RFC 7306 Atomic Request, checked on arrival: the 8 bytes at `off` of `mr`. It is
+    /// executed when its turn to be answered comes.
+    Atomic {
+        req: AtomicRequest,
+        mr: Arc<MrCore>,
+        off: usize,
+    },
 }
 
 /// Where an active element's payload comes from.
@@ -128,6 +157,10 @@ struct Active {
     done: Option<(u64, u8, u32)>,
     /// A Terminate: close after sending.
     term: bool,
+    /// The message that follows this one as part of the same work element: the RFC 7306
+    /// Immediate Data message of an RDMA Write with Immediate Data, which then reports
+    /// `done`.
+    then: Option<Segmenter>,
 }
 
 /// An FPDU being handed to TCP: header, payload pieces and trailer, or (with markers) the
@@ -206,12 +239,13 @@ impl Marked {
 pub(crate) struct TxState {
     active: Option<Active>,
     fpdu: Option<Fpdu>,
-    /// The last MSN used on QN 0 (Send) and QN 1 (Read Request).
-    msn: [u32; 2],
+    /// The last MSN used on QN 0 (Send, Immediate Data), QN 1 (Read and Atomic Request)
+    /// and QN 3 (Atomic Response).
+    msn: [u32; 3],
     /// Our Reads awaiting their responses, oldest first.
     pub(crate) orq: KVec<OrqEntry>,
-    /// The peer's Reads to answer, oldest first.
-    pub(crate) irq: KVec<ReadRequest>,
+    /// The peer's Reads and Atomics to answer, oldest first.
+    pub(crate) irq: KVec<Inbound>,
     /// A Terminate to send (the raw header that caused it, as far as known).
     term: Option<(TermError, [u8; MAX_HDR_LEN], usize)>,
     /// The peer-to-peer RTR message to send before anything else (RFC 6581).
@@ -234,7 +268,7 @@ impl TxState {
         Ok(Self {
             active: None,
             fpdu: None,
-            msn: [0, 0],
+            msn: [0, 0, 0],
             orq: KVec::with_capacity(usize::from(ord).max(1), GFP_KERNEL)?,
             irq: KVec::with_capacity(usize::from(ird).max(1), GFP_KERNEL)?,
             term: None,
@@ -263,7 +297,7 @@ impl TxState {
         self.fpdu = None;
         for o in self.orq.drain_all() {
             if !o.rtr {
-                let _ = v.push(Some((o.id, op::READ)), GFP_ATOMIC);
+                let _ = v.push(Some((o.id, o.opcode())), GFP_ATOMIC);
             }
         }
         v
@@ -360,6 +394,18 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 if a.term {
                     qp.tables().count(Counter::TerminatesSent);
                     return Err(TxStop::Terminated);
+                }
+                if let Some(seg) = a.then {
+                    // The Immediate Data message goes right behind its Write, before
+                    // anything else, so the peer can tell which Write it completes.
+                    tx.active = Some(Active {
+                        seg,
+                        src: Source::None,
+                        done: a.done,
+                        term: false,
+                        then: None,
+                    });
+                    continue;
                 }
                 if let Some((id, opcode, bytes)) = a.done {
                     let c = sq_completion(st, id, opcode, OK, bytes);
@@ -471,6 +517,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 src: Source::None,
                 done: None,
                 term: true,
+                then: None,
             });
             let mut f = Fpdu {
                 hdr,
@@ -501,11 +548,65 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 src: Source::None,
                 done: None,
                 term: false,
+                then: None,
             });
             continue;
         }
         if !tx.irq.is_empty() {
-            let rr = tx.irq.remove(0).map_err(|_| TxStop::Failed)?;
+            let rr = match tx.irq.remove(0).map_err(|_| TxStop::Failed)? {
+                Inbound::Read(rr) => rr,
+                Inbound::Atomic { req, mr, off } => {
+                    // Executed in its turn, after the Reads before it are answered (RFC
+                    // 7306 section 7), and only while its region is valid (RFC 5040
+                    // section 8.1.1, item 6): one invalidated or deregistered since the
+                    // request came is not touched.
+                    let orig = if mr.is_valid() {
+                        mr.pages.atomic_update(off, |v| req.apply(v)).map_err(|e| {
+                            if e == EINVAL {
+                                // Aligned offset, misaligned memory: RFC 7306 section 8.2.
+                                TermError::RdmapCatastrophicStream
+                            } else {
+                                TermError::RdmapBaseBounds
+                            }
+                        })
+                    } else {
+                        Err(TermError::RdmapInvalidStag)
+                    };
+                    let orig = match orig {
+                        Ok(v) => v,
+                        Err(e) => {
+                            tx.terminate(e, &[]);
+                            continue;
+                        }
+                    };
+                    let msn = next_msn(&mut tx.msn[2]);
+                    let seg = Segmenter::new(
+                        Message {
+                            opcode: Opcode::AtomicResponse,
+                            target: Target::Untagged {
+                                qn: QN_ATOMIC_RESPONSE,
+                                msn,
+                                rsvd_ulp: 0,
+                            },
+                            rdmap: RdmapHdr::AtomicResponse(AtomicResponse {
+                                req_id: req.req_id,
+                                orig,
+                            }),
+                            len: 0,
+                        },
+                        mul,
+                    )
+                    .map_err(|_| TxStop::Failed)?;
+                    tx.active = Some(Active {
+                        seg,
+                        src: Source::None,
+                        done: None,
+                        term: false,
+                        then: None,
+                    });
+                    continue;
+                }
+            };
             let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
             // A zero-length Read names no memory (RFC 5040 section 5.2.1).
             if rr.size != 0 {
@@ -537,6 +638,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 },
                 done: None,
                 term: false,
+                then: None,
             });
             continue;
         }
@@ -560,18 +662,29 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         };
         let ord = usize::from(link.params.ord);
         let tx = &mut link.tx;
-        // A fenced element waits for our Reads to complete; a Read waits for room in the
-        // ORQ (the peer's IRD).
+        // A fenced element waits for our Reads (and Atomics) to complete; a Read or an
+        // Atomic waits for room in the ORQ (the peer's IRD, which RFC 7306 section 5.2
+        // lets Atomics share with Reads).
         if sqe.flags & wqe::READ_FENCE != 0 && !tx.orq.is_empty() {
             return Ok(Ran::Idle);
         }
-        if matches!(sqe.opcode, op::READ | op::READ_LOCAL_INV) && ord > 0 && tx.orq.len() >= ord {
+        if matches!(
+            sqe.opcode,
+            op::READ | op::READ_LOCAL_INV | op::FETCH_AND_ADD | op::COMP_AND_SWAP
+        ) && ord > 0
+            && tx.orq.len() >= ord
+        {
             return Ok(Ran::Idle);
         }
         let inline = if sqe.flags & wqe::INLINE != 0 {
             qp.sq()
                 .mem
                 .read::<[u8; MAX_INLINE]>(off.saturating_add(SQE_INLINE))
+        } else {
+            None
+        };
+        let imm = if sqe.opcode == op::WRITE_WITH_IMM {
+            qp.sq().mem.read::<[u8; 4]>(off.saturating_add(SQE_IMM))
         } else {
             None
         };
@@ -591,7 +704,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             }
             continue;
         }
-        match activate(qp, st, &sqe, inline, mul, signalled) {
+        match activate(qp, st, &sqe, inline, imm, mul, signalled) {
             Ok(()) => {}
             Err(status) => {
                 // A bad element completes with an error, and the QP goes to ERROR.
@@ -704,6 +817,7 @@ fn activate(
     st: &mut QpState,
     sqe: &Sqe,
     inline: Option<[u8; MAX_INLINE]>,
+    imm: Option<[u8; 4]>,
     mul: u16,
     signalled: bool,
 ) -> Result<(), u16> {
@@ -725,12 +839,95 @@ fn activate(
         }
         // A kernel consumer's only (`IB_WR_RDMA_READ_WITH_INV`).
         op::READ_LOCAL_INV if qp.is_kernel() => (Opcode::Send, Target::Tagged { stag: 0, to: 0 }),
+        // RFC 7306, a kernel consumer's only (libsiw posts none of them).
+        op::WRITE_WITH_IMM if qp.is_kernel() => (
+            Opcode::RdmaWrite,
+            Target::Tagged {
+                stag: sqe.rkey,
+                to: sqe.raddr,
+            },
+        ),
+        op::FETCH_AND_ADD | op::COMP_AND_SWAP if qp.is_kernel() => {
+            (Opcode::AtomicRequest, Target::Tagged { stag: 0, to: 0 })
+        }
         _ => return Err(wc::LOC_QP_OP_ERR),
     };
     let link = st.link_mut().ok_or(wc::LOC_QP_OP_ERR)?;
     let ord = link.params.ord;
+    let atomic = matches!(sqe.opcode, op::FETCH_AND_ADD | op::COMP_AND_SWAP);
+    // Never an RFC 7306 message to a peer that did not agree to them (posting checked
+    // this already; the connection is what counts).
+    if (atomic || sqe.opcode == op::WRITE_WITH_IMM) && !link.params.rfc7306 {
+        return Err(wc::LOC_QP_OP_ERR);
+    }
     let tx = &mut link.tx;
     let solicited = sqe.flags & wqe::SOLICITED != 0;
+    if atomic {
+        if inline.is_some() || nsge != 1 || ord == 0 {
+            return Err(wc::LOC_QP_OP_ERR);
+        }
+        let sink = sqe.sge[0];
+        if sink.length < ATOMIC_LEN {
+            return Err(wc::LOC_LEN_ERR);
+        }
+        // The original value goes to writable memory of this PD (checked again when the
+        // response comes).
+        let mr = qp.tables().mr(sink.lkey).ok_or(wc::LOC_PROT_ERR)?;
+        mr.check(qp.pd(), sink.laddr, ATOMIC_LEN, LOCAL_WRITE)
+            .map_err(|_| wc::LOC_PROT_ERR)?;
+        let ops = AtomicWqe::decode(sqe);
+        let msn = next_msn(&mut tx.msn[1]);
+        let req = AtomicRequest {
+            aop: if sqe.opcode == op::COMP_AND_SWAP {
+                AOP_CMP_SWAP
+            } else {
+                AOP_FETCH_ADD
+            },
+            // The MSN names the request uniquely among those outstanding.
+            req_id: msn,
+            stag: sqe.rkey,
+            to: sqe.raddr,
+            add_swap: ops.add_swap,
+            add_swap_mask: ops.add_swap_mask,
+            compare: ops.compare,
+            compare_mask: ops.compare_mask,
+        };
+        let seg = Segmenter::new(
+            Message {
+                opcode: Opcode::AtomicRequest,
+                target: Target::Untagged {
+                    qn: QN_READ_REQUEST,
+                    msn,
+                    rsvd_ulp: 0,
+                },
+                rdmap: RdmapHdr::AtomicRequest(req),
+                len: 0,
+            },
+            mul,
+        )
+        .map_err(|_| wc::LOC_QP_OP_ERR)?;
+        tx.orq
+            .push_within_capacity(OrqEntry {
+                id: sqe.id,
+                signalled,
+                sink_stag: sink.lkey,
+                sink_to: sink.laddr,
+                len: ATOMIC_LEN,
+                received: 0,
+                rtr: false,
+                invalidate: false,
+                atomic: Some((sqe.opcode, msn)),
+            })
+            .map_err(|_| wc::LOC_QP_OP_ERR)?;
+        tx.active = Some(Active {
+            seg,
+            src: Source::None,
+            done: None,
+            term: false,
+            then: None,
+        });
+        return Ok(());
+    }
     if matches!(sqe.opcode, op::READ | op::READ_LOCAL_INV) {
         if inline.is_some() || nsge != 1 || sqe.flags & wqe::READ_FENCE != 0 || ord == 0 {
             return Err(wc::LOC_QP_OP_ERR);
@@ -772,6 +969,7 @@ fn activate(
                 received: 0,
                 rtr: false,
                 invalidate: sqe.opcode == op::READ_LOCAL_INV,
+                atomic: None,
             })
             .map_err(|_| wc::LOC_QP_OP_ERR)?;
         tx.active = Some(Active {
@@ -779,12 +977,15 @@ fn activate(
             src: Source::None,
             done: None,
             term: false,
+            then: None,
         });
         return Ok(());
     }
     let (src, len) = if let Some(data) = inline {
         let len = sqe.sge[0].length;
-        if len as usize > MAX_INLINE || !matches!(sqe.opcode, op::SEND | op::WRITE) {
+        if len as usize > MAX_INLINE
+            || !matches!(sqe.opcode, op::SEND | op::WRITE | op::WRITE_WITH_IMM)
+        {
             return Err(wc::LOC_QP_OP_ERR);
         }
         (
@@ -851,12 +1052,52 @@ fn activate(
         mul,
     )
     .map_err(|_| wc::LOC_LEN_ERR)?;
-    let done = signalled.then_some((sqe.id, sqe.opcode, len));
+    // RDMA Write with Immediate Data: the Write, then an Immediate Data message (RFC 7306
+    // section 1: the two make the operation), which consumes a receive at the peer. The
+    // 32-bit immediate data of the verbs goes in the last four of its eight octets.
+    let then = match (sqe.opcode, imm) {
+        (op::WRITE_WITH_IMM, Some(i)) => {
+            let [i0, i1, i2, i3] = i;
+            let data = [0, 0, 0, 0, i0, i1, i2, i3];
+            let msn = next_msn(&mut tx.msn[0]);
+            Some(
+                Segmenter::new(
+                    Message {
+                        opcode: if solicited {
+                            Opcode::ImmediateDataSe
+                        } else {
+                            Opcode::ImmediateData
+                        },
+                        target: Target::Untagged {
+                            qn: QN_SEND,
+                            msn,
+                            rsvd_ulp: 0,
+                        },
+                        rdmap: RdmapHdr::Immediate(data),
+                        len: 0,
+                    },
+                    mul,
+                )
+                .map_err(|_| wc::LOC_QP_OP_ERR)?,
+            )
+        }
+        (op::WRITE_WITH_IMM, None) => return Err(wc::LOC_QP_OP_ERR),
+        _ => None,
+    };
+    // The sender's completion of a Write with Immediate Data is a Write's (`IB_WC_RDMA_WRITE`);
+    // no CQE carries the internal opcode.
+    let opcode = if sqe.opcode == op::WRITE_WITH_IMM {
+        op::WRITE
+    } else {
+        sqe.opcode
+    };
+    let done = signalled.then_some((sqe.id, opcode, len));
     tx.active = Some(Active {
         seg,
         src,
         done,
         term: false,
+        then,
     });
     Ok(())
 }
@@ -864,7 +1105,7 @@ fn activate(
 /// The completion of a finished Read of ours.
 pub(crate) fn read_done(st: &QpState, o: &OrqEntry, status: u16) -> Option<Completion> {
     (!o.rtr && (o.signalled || status != OK))
-        .then(|| sq_completion(st, o.id, op::READ, status, o.len))
+        .then(|| sq_completion(st, o.id, o.opcode(), status, o.len))
 }
 
 /// The STag of the zero-length RDMA Write and Read RTR messages: the C siw's (1), which a
@@ -873,7 +1114,7 @@ const RTR_STAG: u32 = 1;
 
 /// The RTR message of RFC 6581 peer-to-peer mode, and for a Read RTR the ORQ entry its
 /// (zero-length) response matches.
-fn rtr_message(rtr: Rtr, msn: &mut [u32; 2]) -> (Message, Option<OrqEntry>) {
+fn rtr_message(rtr: Rtr, msn: &mut [u32; 3]) -> (Message, Option<OrqEntry>) {
     match rtr {
         Rtr::Write => (
             Message {
@@ -914,6 +1155,7 @@ fn rtr_message(rtr: Rtr, msn: &mut [u32; 2]) -> (Message, Option<OrqEntry>) {
                 received: 0,
                 rtr: true,
                 invalidate: false,
+                atomic: None,
             };
             (m, Some(o))
         }

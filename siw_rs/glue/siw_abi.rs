@@ -91,6 +91,14 @@ pub(crate) mod op {
     pub(crate) const INVAL_STAG: u8 = bindings::siw_opcode_SIW_OP_INVAL_STAG as u8;
     pub(crate) const REG_MR: u8 = bindings::siw_opcode_SIW_OP_REG_MR as u8;
     pub(crate) const RECEIVE: u8 = bindings::siw_opcode_SIW_OP_RECEIVE as u8;
+    /// RFC 7306 Atomic Fetch-and-Add (kernel consumers only: libsiw refuses it).
+    pub(crate) const FETCH_AND_ADD: u8 = bindings::siw_opcode_SIW_OP_FETCH_AND_ADD as u8;
+    /// RFC 7306 Atomic Compare-and-Swap (kernel consumers only: libsiw refuses it).
+    pub(crate) const COMP_AND_SWAP: u8 = bindings::siw_opcode_SIW_OP_COMP_AND_SWAP as u8;
+    /// siw_rs-internal, in a kernel QP's send queue only (never in a process's ring or in
+    /// a CQE): an RDMA Write followed by an RFC 7306 Immediate Data message
+    /// (`IB_WR_RDMA_WRITE_WITH_IMM`). The first value past the ABI's opcodes.
+    pub(crate) const WRITE_WITH_IMM: u8 = bindings::siw_opcode_SIW_NUM_OPCODES as u8;
 }
 
 /// `enum siw_wqe_flags`.
@@ -103,7 +111,13 @@ pub(crate) mod wqe {
     pub(crate) const READ_FENCE: u16 = bindings::siw_wqe_flags_SIW_WQE_READ_FENCE as u16;
     /// In a CQE's (8-bit) flags: the receive invalidated the STag in `inval_stag`.
     pub(crate) const REM_INVAL: u8 = bindings::siw_wqe_flags_SIW_WQE_REM_INVAL as u8;
+    /// siw_rs-private, in a CQE's flags: the receive was an RFC 7306 Immediate Data message,
+    /// its immediate data in `imm_data`. No `enum siw_wqe_flags` value has this bit; libsiw
+    /// ignores it (it reports no immediate data at all).
+    pub(crate) const WITH_IMM: u8 = 0x80;
 }
+const _: () =
+    assert!(wqe::WITH_IMM as u32 & (bindings::siw_wqe_flags_SIW_WQE_COMPLETED * 2 - 1) == 0);
 
 /// `enum siw_wc_status`.
 pub(crate) mod wc {

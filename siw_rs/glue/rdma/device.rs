@@ -129,6 +129,9 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_srq_wr: u32,
     pub(crate) max_srq_sge: u32,
     pub(crate) max_fast_reg_page_list_len: u32,
+    /// Atomic operations are atomic against the CPUs too (`IB_ATOMIC_GLOB`, also for the
+    /// masked ones); else `IB_ATOMIC_NONE`.
+    pub(crate) atomic_glob: bool,
 }
 
 /// Logical port state (`enum ib_port_state`).
@@ -945,7 +948,13 @@ impl<T: Driver> Adapter<T> {
             out.max_qp_rd_atom = a.max_qp_rd_atom;
             out.max_res_rd_atom = a.max_res_rd_atom;
             out.max_qp_init_rd_atom = a.max_qp_init_rd_atom;
-            out.atomic_cap = bindings::ib_atomic_cap_IB_ATOMIC_NONE;
+            let atomic = if a.atomic_glob {
+                bindings::ib_atomic_cap_IB_ATOMIC_GLOB
+            } else {
+                bindings::ib_atomic_cap_IB_ATOMIC_NONE
+            };
+            out.atomic_cap = atomic;
+            out.masked_atomic_cap = atomic;
             out.max_mw = a.max_mw;
             out.max_srq = a.max_srq;
             out.max_srq_wr = a.max_srq_wr;

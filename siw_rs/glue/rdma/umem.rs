@@ -435,6 +435,49 @@ impl MrMem {
         }
     }
 
+    /// Replaces the 64-bit word at offset `off` of the region (for a DMA MR, at address
+    /// `off`) by `f` of its value, as one atomic step, and returns the value it had: an RFC
+    /// 7306 atomic operation. The word is read and written in the CPU's byte order (RFC
+    /// 7306 section 5.1: "in the endian format of the target memory").
+    ///
+    /// The word must be 8-byte aligned in memory, so it never spans two pages: `EINVAL`
+    /// otherwise (a region whose addresses the peer sees shifted from the memory's could
+    /// make an aligned tagged offset a misaligned address). `EFAULT` outside the region.
+    pub(crate) fn atomic_update(&self, off: usize, f: impl Fn(u64) -> u64) -> Result<u64> {
+        const WORD: usize = core::mem::size_of::<u64>();
+        let mut at = None;
+        let mut whole = |addr: usize, n: usize| {
+            if n == WORD {
+                at = Some(addr);
+            }
+            Ok(())
+        };
+        match self {
+            Self::User(u) => u.pieces(off, WORD, &mut whole)?,
+            Self::Kernel(k) => k.pieces(off, WORD, &mut whole)?,
+            Self::Pages(p) => p.pieces(off, WORD, &mut whole)?,
+        }
+        let addr = at.ok_or(EINVAL)?;
+        if addr & (WORD - 1) != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `pieces` found the 8 bytes at `addr` inside one mapped page of the region
+        // (pinned user pages, or linear-map pages the kernel consumer granted for remote
+        // atomics by registering them), which stays mapped while `self` is borrowed; `addr`
+        // is 8-byte aligned (checked). The owner may touch the word meanwhile: atomically,
+        // or racing with the peer's operation as it would with any remote access it allowed;
+        // neither can make this access fault or reach other memory.
+        let word = unsafe { core::sync::atomic::AtomicU64::from_ptr(addr as *mut u64) };
+        let old = word
+            .fetch_update(
+                core::sync::atomic::Ordering::SeqCst,
+                core::sync::atomic::Ordering::SeqCst,
+                |v| Some(f(v)),
+            )
+            .unwrap_or_else(|v| v);
+        Ok(old)
+    }
+
     /// The pieces of `len` bytes at `off`, to send. With `splice`, TCP may reference pinned
     /// user pages instead of copying them (kernel memory is always copied: it may be slab).
     pub(crate) fn iovecs<'a>(

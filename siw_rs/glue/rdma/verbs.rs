@@ -439,8 +439,38 @@ pub(crate) enum SendOp {
         iova: u64,
         length: u64,
     },
+    /// `IB_WR_RDMA_WRITE_WITH_IMM`: an RDMA Write to `remote_addr` of the region `rkey`
+    /// names, then `imm` (`ex.imm_data`, the bytes as they sit in memory: big-endian) for
+    /// the peer's receive completion.
+    RdmaWriteWithImm {
+        remote_addr: u64,
+        rkey: u32,
+        imm: [u8; 4],
+    },
+    /// `IB_WR_ATOMIC_FETCH_AND_ADD`, `IB_WR_ATOMIC_CMP_AND_SWP` and their masked forms
+    /// (`struct ib_atomic_wr`) on the 64-bit word at `remote_addr` of the region `rkey`
+    /// names; the original value goes to the one SGE.
+    Atomic(AtomicWr),
     /// Any other opcode, with its `enum ib_wr_opcode` value.
     Other(u32),
+}
+
+/// An atomic work request, as RFC 7306 defines the operation: every form is a masked one.
+///
+/// Fetch-and-Add adds `add_swap` field by field, the fields' top bits set in
+/// `add_swap_mask` (0: one 64-bit add; `IB_WR_MASKED_ATOMIC_FETCH_AND_ADD`'s
+/// `compare_add_mask` means the same). Compare-and-Swap compares under `compare_mask`
+/// and swaps the bits of `add_swap_mask` (all ones for the plain form).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct AtomicWr {
+    pub(crate) remote_addr: u64,
+    pub(crate) rkey: u32,
+    /// Compare-and-Swap, else Fetch-and-Add.
+    pub(crate) cmp_swap: bool,
+    pub(crate) add_swap: u64,
+    pub(crate) add_swap_mask: u64,
+    pub(crate) compare: u64,
+    pub(crate) compare_mask: u64,
 }
 
 impl_flags!(
@@ -700,6 +730,64 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
                     length,
                 }
             }
+            bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => {
+                // SAFETY: As for `IB_WR_RDMA_WRITE`: an `ib_rdma_wr`, whose first field is `wr`.
+                let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
+                SendOp::RdmaWriteWithImm {
+                    remote_addr: r.remote_addr,
+                    rkey: r.rkey,
+                    // SAFETY: A request with immediate data sets `ex.imm_data`; any bits are
+                    // a `__be32`.
+                    imm: unsafe { w.ex.imm_data }.to_ne_bytes(),
+                }
+            }
+            bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD
+            | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP
+            | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD => {
+                // SAFETY: Atomic opcodes come in an `ib_atomic_wr`, whose first field is
+                // `wr` (the verbs contract for those opcodes).
+                let a = unsafe { &*wr.cast::<bindings::ib_atomic_wr>() };
+                let (remote_addr, rkey) = (a.remote_addr, a.rkey);
+                SendOp::Atomic(match w.opcode {
+                    bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => AtomicWr {
+                        remote_addr,
+                        rkey,
+                        cmp_swap: true,
+                        add_swap: a.swap,
+                        add_swap_mask: !0,
+                        compare: a.compare_add,
+                        compare_mask: !0,
+                    },
+                    bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP => AtomicWr {
+                        remote_addr,
+                        rkey,
+                        cmp_swap: true,
+                        add_swap: a.swap,
+                        add_swap_mask: a.swap_mask,
+                        compare: a.compare_add,
+                        compare_mask: a.compare_add_mask,
+                    },
+                    bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => AtomicWr {
+                        remote_addr,
+                        rkey,
+                        cmp_swap: false,
+                        add_swap: a.compare_add,
+                        add_swap_mask: 0,
+                        compare: 0,
+                        compare_mask: !0,
+                    },
+                    _ => AtomicWr {
+                        remote_addr,
+                        rkey,
+                        cmp_swap: false,
+                        add_swap: a.compare_add,
+                        add_swap_mask: a.compare_add_mask,
+                        compare: 0,
+                        compare_mask: !0,
+                    },
+                })
+            }
             bindings::ib_wr_opcode_IB_WR_SEND => SendOp::Send,
             bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => SendOp::SendWithInv {
                 // SAFETY: A Send with Invalidate sets `ex.invalidate_rkey`; any bits are a
@@ -798,6 +886,12 @@ pub(crate) enum WcOpcode {
     LocalInv,
     RegMr,
     Recv,
+    /// `IB_WC_COMP_SWAP`.
+    CompSwap,
+    /// `IB_WC_FETCH_ADD`.
+    FetchAdd,
+    /// `IB_WC_RECV_RDMA_WITH_IMM`: the peer's RDMA Write with Immediate Data.
+    RecvRdmaWithImm,
 }
 
 impl WcOpcode {
@@ -809,6 +903,9 @@ impl WcOpcode {
             Self::LocalInv => bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
             Self::RegMr => bindings::ib_wc_opcode_IB_WC_REG_MR,
             Self::Recv => bindings::ib_wc_opcode_IB_WC_RECV,
+            Self::CompSwap => bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+            Self::FetchAdd => bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
+            Self::RecvRdmaWithImm => bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
         }
     }
 }
@@ -873,6 +970,8 @@ pub(crate) struct Wc {
     pub(crate) qp: Option<KernelQp>,
     /// The local STag a received Send with Invalidate invalidated (`IB_WC_WITH_INVALIDATE`).
     pub(crate) invalidated: Option<u32>,
+    /// The immediate data received (`IB_WC_WITH_IMM`), as its bytes sit in `ex.imm_data`.
+    pub(crate) imm: Option<[u8; 4]>,
 }
 
 /// Which completions wake an armed CQ (`enum ib_cq_notify_flags`).
@@ -1464,6 +1563,10 @@ impl<T: Driver> Adapter<T> {
                 if let Some(stag) = w.invalidated {
                     out.wc_flags = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE as c_int;
                     out.ex.invalidate_rkey = stag;
+                }
+                if let Some(imm) = w.imm {
+                    out.wc_flags |= bindings::ib_wc_flags_IB_WC_WITH_IMM as c_int;
+                    out.ex.imm_data = u32::from_ne_bytes(imm);
                 }
                 // SAFETY: The core passes room for `num` entries; `done + i < num`.
                 unsafe { wc.add(done.saturating_add(i)).write(out) };
