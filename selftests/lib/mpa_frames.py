@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # mpa_frames.py PCAP: print the MPA request and reply frames (RFC 5044 section 7.1) found
 # in a tcpdump capture (Ethernet, IPv4, TCP), one per line:
-#   req rev=2 crc=1 markers=0 reject=0 enhanced=1 ird=128 ord=128 p2p=0 rtr=-
-# (the IRD/ORD word, RFC 6581, only in enhanced frames).
+#   req rev=2 crc=1 markers=0 reject=0 enhanced=1 ext_offer=1 ext_accept=0 ird=128 ord=128 p2p=0 rtr=-
+# (ext_offer, ext_accept: siw_rs's RFC 7306 bits 0x0200 and 0x0100; the IRD/ORD word, RFC
+# 6581, only in enhanced frames).
 import struct
 import sys
 
@@ -35,7 +36,8 @@ def main():
             bits, pd_len = struct.unpack(">HH", p[i + 16:i + 20])
             line = (f"{kind} rev={bits & 0xFF} crc={int(bool(bits & 0x4000))} "
                     f"markers={int(bool(bits & 0x8000))} reject={int(bool(bits & 0x2000))} "
-                    f"enhanced={int(bool(bits & 0x1000))}")
+                    f"enhanced={int(bool(bits & 0x1000))} "
+                    f"ext_offer={int(bool(bits & 0x0200))} ext_accept={int(bool(bits & 0x0100))}")
             # RFC 6581: the IRD/ORD word leads the private data of an enhanced frame.
             if bits & 0x1000 and pd_len >= 4 and len(p) >= i + 24:
                 ird, ord_ = struct.unpack(">HH", p[i + 20:i + 24])

@@ -15,48 +15,10 @@ import struct
 import sys
 
 from crc32c import crc32c
-from pcap import packets
+from pcap import streams
 
 KEYS = (b"MPA ID Req Frame", b"MPA ID Rep Frame")
 INTERVAL = 512
-
-
-def segments(frame):
-    """(stream key, sequence number, payload) of an Ethernet/IPv4/TCP frame, or None."""
-    if len(frame) < 34 or frame[12:14] != b"\x08\x00":
-        return None
-    ip = frame[14:]
-    ihl = (ip[0] & 0x0F) * 4
-    if ip[9] != 6:
-        return None
-    total = struct.unpack(">H", ip[2:4])[0]
-    tcp = ip[ihl:total]
-    sport, dport, seq = struct.unpack(">HHI", tcp[:8])
-    doff = (tcp[12] >> 4) * 4
-    src = ".".join(map(str, ip[12:16]))
-    dst = ".".join(map(str, ip[16:20]))
-    return f"{src}:{sport}>{dst}:{dport}", seq, tcp[doff:]
-
-
-def streams(data):
-    """Each direction's bytes in order, from its first data segment (retransmits merged)."""
-    parts = {}
-    for frame in packets(data):
-        s = segments(frame)
-        if s is None or not s[2]:
-            continue
-        parts.setdefault(s[0], []).append((s[1], s[2]))
-    for key, segs in parts.items():
-        base = segs[0][0]
-        buf = bytearray()
-        for seq, p in segs:
-            off = (seq - base) & 0xFFFFFFFF
-            if off > 1 << 30:
-                continue  # before the first segment seen
-            if off > len(buf):
-                break  # a hole (not captured): stop there
-            buf[off:off + len(p)] = p
-        yield key, bytes(buf)
 
 
 def check(key, s, crc_on, fail):

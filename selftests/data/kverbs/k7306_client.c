@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: GPL-2.0
+#define K7306_SERVER 0
+#include "k7306.c"
