@@ -29,6 +29,12 @@ out=$(grep -v '^#' /tmp/frame-fuzz.out || true)
 log "$(head -n 30 <<<"$out")"
 [ $rc = 0 ] || fail "frame_fuzz (seed $seed) failed: $(grep -E '^(FAIL|Traceback|  File|[A-Za-z]*Error)' /tmp/frame-fuzz.out | head -n 10)"
 has '^frame_fuzz: .* failures 0 ' "$out" || fail "frame_fuzz (seed $seed) printed no summary"
+# RFC 7306: half the connections offered it; atomics (checked value by value) and
+# Immediate Data went in their valid traffic.
+for k in valid-atomic valid-imm; do
+	has "$k=[1-9]" "$out" || fail "the run had no $k"
+done
+log "RFC 7306: $(grep -oE '(fpdu-[a-z0-9-]*7306|valid-atomic|valid-imm|atomic-[a-z-]*|imm-payload)=[0-9]+' <<<"$out" | tr '\n' ' ')"
 kill -0 $tgt 2>/dev/null || fail "fuzz_target died: $(cat /tmp/fuzz-target.out)"
 # Every connection ended: the last ones' DISCONNECTED events may still be on their way.
 sleep 5

@@ -42,6 +42,12 @@ log "$(head -n 30 <<<"$out")"
 has '^frame_fuzz: .* failures 0 ' "$out" || fail "frame_fuzz (seed $seed) printed no summary"
 has 'send-invalidate-then-write=' "$out" || fail "the run never invalidated the live MR"
 has 'conn-ird-overflow=' "$out" || fail "the run never overflowed the IRD"
+# RFC 7306: half the connections offered it; atomics (checked value by value) and
+# Immediate Data went in their valid traffic.
+for k in valid-atomic valid-imm; do
+	has "$k=[1-9]" "$out" || fail "the run had no $k"
+done
+log "RFC 7306: $(grep -oE '(fpdu-[a-z0-9-]*7306|valid-atomic|valid-imm|atomic-[a-z-]*|imm-payload)=[0-9]+' <<<"$out" | tr '\n' ' ')"
 # Every connection ended: the last ones' DISCONNECTED events may still be on their way.
 for _ in $(seq 30); do [ "$(cat $P/open)" = 0 ] && break; sleep 1; done
 log "kfuzz_target: $(counters)($took s)"

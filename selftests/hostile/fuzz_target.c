@@ -164,8 +164,10 @@ static void take(struct rdma_cm_id *id, int ird)
 		die("posix_memalign");
 	for (int i = 0; i < MR_LEN; i++)
 		c->buf[i] = (uint8_t)(i * 31 + 7);
+	/* Remote atomics too: the fuzzer's RFC 7306 connections use them. */
 	c->mr = ibv_reg_mr(c->pd, c->buf, MR_LEN,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC);
 	c->rmr = ibv_reg_mr(c->pd, c->rbuf, RECV_SIZE * RECV_COUNT, IBV_ACCESS_LOCAL_WRITE);
 	dead = ibv_reg_mr(c->pd, c->rbuf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!c->mr || !c->rmr || !dead)

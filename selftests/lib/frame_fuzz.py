@@ -58,6 +58,11 @@ KEY_REP = b"MPA ID Rep Frame"
 F_MARKERS, F_CRC, F_REJECT, F_ENHANCED = 0x8000, 0x4000, 0x2000, 0x1000
 OP_WRITE, OP_READ_REQ, OP_READ_RESP, OP_SEND, OP_SEND_INV, OP_SEND_SE = 0, 1, 2, 3, 4, 5
 OP_TERMINATE = 7
+# RFC 7306: Immediate Data (with SE: 9), Atomic Request, Atomic Response; offered with
+# siw_rs's MPA bit 0x0200, accepted with 0x0100.
+OP_IMM, OP_ATOMIC_REQ, OP_ATOMIC_RESP = 8, 10, 11
+F_EXT_OFFER, F_EXT_ACCEPT = 0x0200, 0x0100
+M64 = 2**64 - 1
 DDP_TAGGED, DDP_LAST = 0x80, 0x40
 MR_PATTERN = bytes((i * 31 + 7) & 0xFF for i in range(65536))
 
@@ -86,6 +91,7 @@ class Conn:
         self.no_repost = bool(flags & 2)
         self.mr = bytearray(MR_PATTERN[: self.mrlen])
         self.msn = {0: 1, 1: 1}  # next MSN of queue 0 (Sends) and 1 (Read Requests)
+        self.ext = False  # RFC 7306 agreed
         self.sends = 0
         self.reads = []  # outstanding: (sink_stag, sink_to, offset, size, received)
         self.rxbuf = b""
@@ -123,6 +129,30 @@ class Conn:
             if len(u) >= 2:
                 frames.append((u[0], u[1], u))
         return frames, closed
+
+
+def fetch_add(orig, add, mask):
+    """RFC 7306 section 5.1.1's masked Fetch-and-Add, bit by bit as the RFC writes it."""
+    carry, out = 0, 0
+    for bit in range(64):
+        s = carry + ((orig >> bit) & 1) + ((add >> bit) & 1)
+        out |= (s & 1) << bit
+        carry = (s >> 1) if not mask & (1 << bit) else 0
+    return out
+
+
+def cmp_swap(orig, swap, swap_mask, cmp_, cmp_mask):
+    """RFC 7306 section 5.1.2's masked Compare-and-Swap."""
+    if (cmp_ ^ orig) & cmp_mask:
+        return orig
+    return (orig & ~swap_mask & M64) | (swap & swap_mask)
+
+
+def atomic_hdr(aop, req_id, stag, to, add_swap, add_swap_mask, cmp_, cmp_mask):
+    """RFC 7306 figure 4: reserved + AOpCode, Request Identifier, Remote STag, Remote
+    TO, Add or Swap Data, Add or Swap Mask, Compare Data, Compare Mask."""
+    return struct.pack(">IIIQQQQQ", aop, req_id, stag, to & M64, add_swap, add_swap_mask,
+                       cmp_, cmp_mask)
 
 
 def reset(sock):
@@ -175,11 +205,11 @@ class Fuzz:
         self.frames += frames
 
     # The MPA exchange as initiator; returns a Conn, or None if the listener refused.
-    def mpa(self, rev, crc, ird, ord_, pd_len):
+    def mpa(self, rev, crc, ird, ord_, pd_len, offer=False):
         rng = self.rng
         s = connect(self.a.addr, self.a.port, 20)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        bits = rev | (F_CRC if crc else 0)
+        bits = rev | (F_CRC if crc else 0) | (F_EXT_OFFER if offer else 0)
         body = b""
         if rev == 2:
             bits |= F_ENHANCED
@@ -206,6 +236,8 @@ class Fuzz:
             return None
         if rbits & F_MARKERS:
             self.fail(f"the reply asks for markers: bits={rbits:#06x}")
+        if rbits & F_EXT_OFFER or (rbits & F_EXT_ACCEPT and not offer):
+            self.fail(f"the reply's RFC 7306 bits answer no offer: bits={rbits:#06x}")
         peer_ird = 1
         if rev == 2:
             if not rbits & F_ENHANCED or len(pd) < 4:
@@ -224,6 +256,7 @@ class Fuzz:
         c = Conn(s, crc or bool(rbits & F_CRC), max(1, min(peer_ird, ird if rev == 2 else 1)),
                  adv, flags)
         c.peer_ird = peer_ird
+        c.ext = bool(rbits & F_EXT_ACCEPT)
         if flags & 1 and not self.ready(c):
             s.close()
             return None
@@ -286,6 +319,49 @@ class Fuzz:
         c.sends += 1
         self.send(c, out, n)
 
+    def atomic(self, c):
+        """An Atomic Request on an aligned word of the MR (RFC 7306), plain or masked; the
+        expected original value and the new one come from our copy of the MR. Like a Read
+        it takes one of the IRD's places, and its word must not be written meanwhile."""
+        rng = self.rng
+        off = rng.randrange(0, c.mrlen // 8) * 8
+        if any(off < o + n and o < off + 8 for _, _, o, n, _ in c.reads):
+            if not self.drain_reads(c, 0):
+                return False
+        if len(c.reads) >= c.ird and not self.drain_reads(c, c.ird - 1):
+            return False
+        orig = int.from_bytes(c.mr[off:off + 8], "little")
+        if rng.random() < 0.5:
+            aop, cmp_, cmask = 0, 0, M64
+            add = rng.choice((1, rng.randrange(2**64)))
+            amask = rng.choice((0, 0, 1 << 31, rng.randrange(2**64)))
+            new = fetch_add(orig, add, amask)
+        else:
+            aop = 2
+            cmask = rng.choice((M64, M64, rng.randrange(2**64)))
+            cmp_ = orig if rng.random() < 0.6 else rng.randrange(2**64)
+            add = rng.randrange(2**64)
+            amask = rng.choice((M64, rng.randrange(2**64)))
+            new = cmp_swap(orig, add, amask, cmp_, cmask)
+        req_id = c.msn[1]
+        self.count("valid-atomic")
+        # In the list of outstanding Reads, marked by its first field.
+        c.reads.append([("atomic", req_id), orig, off, 8, 0])
+        c.mr[off:off + 8] = new.to_bytes(8, "little")
+        self.trace(f"atomic aop {aop} at {off}: {orig:#x} -> {new:#x}")
+        self.send(c, c.fpdu(hdr_untagged(OP_ATOMIC_REQ, 1, c.msn[1], 0) +
+                            atomic_hdr(aop, req_id, c.rkey, c.addr + off, add, amask, cmp_, cmask)))
+        c.msn[1] += 1
+        return True
+
+    def imm(self, c):
+        """An Immediate Data message (RFC 7306 section 6): it takes a posted receive."""
+        op = self.rng.choice((OP_IMM, OP_IMM + 1))
+        self.count("valid-imm")
+        self.send(c, c.fpdu(hdr_untagged(op, 0, c.msn[0], 0) + self.rng.randbytes(8)))
+        c.msn[0] += 1
+        c.sends += 1
+
     def read_req(self, c, off=None, size=None):
         rng = self.rng
         if size is None:
@@ -313,6 +389,19 @@ class Fuzz:
                               f"etype={(t >> 24) & 0xF} ecode={(t >> 16) & 0xFF:#04x}")
                 ok = False
                 continue
+            if op == OP_ATOMIC_RESP and c.ext and not ctl & DDP_TAGGED:
+                head = c.reads[0] if c.reads else None
+                if head is None or not isinstance(head[0], tuple) or len(u) < 30:
+                    if valid:
+                        self.fail("an Atomic Response with no Atomic Request first in line")
+                    continue
+                c.reads.pop(0)
+                qn, msn = struct.unpack(">II", u[6:14])
+                req_id, orig = struct.unpack(">IQ", u[18:30])
+                if valid and (qn != 3 or req_id != head[0][1] or orig != head[1]):
+                    self.fail(f"Atomic Response qn={qn} req_id={req_id} orig={orig:#x}, "
+                              f"expected qn=3 req_id={head[0][1]} orig={head[1]:#x}")
+                continue
             if op != OP_READ_RESP or not ctl & DDP_TAGGED:
                 if valid:
                     self.fail(f"an unexpected FPDU, opcode {op}")
@@ -325,6 +414,10 @@ class Fuzz:
                 continue
             r = c.reads[0]
             sink, sink_to, off, size, got = r
+            if isinstance(sink, tuple):
+                if valid:
+                    self.fail("a Read Response while an Atomic Request is first in line")
+                continue
             if stag != sink or to != sink_to + got or got + len(data) > size:
                 if valid:
                     self.fail(f"a Read Response at stag={stag:#x} to={to:#x}, expected "
@@ -369,6 +462,11 @@ class Fuzz:
                     return False
             elif x < 0.75 and c.sends < c.rcount - 4:
                 self.send_msg(c)
+            elif c.ext and x < 0.85:
+                if not self.atomic(c):
+                    return False
+            elif c.ext and x < 0.88 and c.sends < c.rcount - 4:
+                self.imm(c)
             else:
                 if len(c.reads) >= c.ird and not self.drain_reads(c, c.ird - 1):
                     return False
@@ -453,6 +551,33 @@ class Fuzz:
             ("length-beyond-stream", False, lambda: c.fpdu(
                 hdr_tagged(OP_WRITE, c.rkey, wto) + payload, rng.randrange(200, 65536))),
         ]
+        if c.ext:
+            # RFC 7306, agreed: bad Atomic Requests and Responses, bad Immediate Data.
+            aw = c.addr + rng.randrange(0, c.mrlen // 8) * 8
+            h += [
+                ("atomic-misaligned", True, lambda: c.fpdu(hdr_untagged(
+                    OP_ATOMIC_REQ, 1, c.msn[1], 0) + atomic_hdr(
+                    0, 1, c.rkey, aw + rng.randrange(1, 8), 1, 0, 0, M64))),
+                ("atomic-bad-stag", True, lambda: c.fpdu(hdr_untagged(
+                    OP_ATOMIC_REQ, 1, c.msn[1], 0) + atomic_hdr(
+                    0, 1, rng.choice((bad_stag, c.dead)), aw, 1, 0, 0, M64))),
+                ("atomic-beyond-mr", True, lambda: c.fpdu(hdr_untagged(
+                    OP_ATOMIC_REQ, 1, c.msn[1], 0) + atomic_hdr(
+                    2, 1, c.rkey, rng.choice((c.addr + c.mrlen, c.addr - 8, 2**64 - 8)),
+                    1, M64, 0, M64))),
+                ("atomic-bad-aop", True, lambda: c.fpdu(hdr_untagged(
+                    OP_ATOMIC_REQ, 1, c.msn[1], 0) + atomic_hdr(
+                    rng.choice((1, 3, 7, 15)), 1, c.rkey, aw, 1, 0, 0, M64))),
+                ("atomic-length", True, lambda: c.fpdu(hdr_untagged(
+                    OP_ATOMIC_REQ, 1, c.msn[1], 0) + atomic_hdr(
+                    0, 1, c.rkey, aw, 1, 0, 0, M64)[: rng.randrange(0, 52)] +
+                    (rng.randbytes(rng.randrange(53, 80)) if rng.random() < 0.5 else b""))),
+                ("atomic-response-unsolicited", True, lambda: c.fpdu(hdr_untagged(
+                    OP_ATOMIC_RESP, 3, 1, 0) + struct.pack(">IQ", rng.randrange(2**32),
+                                                           rng.randrange(2**64)))),
+                ("imm-payload", True, lambda: c.fpdu(hdr_untagged(
+                    OP_IMM, 0, c.msn[0], 0) + rng.randbytes(8 + rng.randrange(1, 64)))),
+            ]
         if c.invalidatable:
             # A fast-registration MR of this stream's PD may be invalidated by the peer
             # (RFC 5040 section 5.3), the dead one again too; a Write to it after that
@@ -495,8 +620,9 @@ class Fuzz:
         rev = rng.choice((1, 2, 2, 2))
         crc = rng.random() < 0.2
         ird, ord_ = rng.choice((0, 1, 4, 16, 0x3FFF)), rng.choice((0, 1, 4, 0x3FFF))
-        c = self.mpa(rev, crc, ird, ord_, rng.choice((0, 0, rng.randrange(0, 200))))
-        self.count(f"fpdu-rev{rev}{'-crc' if crc else ''}")
+        offer = rng.random() < 0.5
+        c = self.mpa(rev, crc, ird, ord_, rng.choice((0, 0, rng.randrange(0, 200))), offer)
+        self.count(f"fpdu-rev{rev}{'-crc' if crc else ''}{'-7306' if offer else ''}")
         self.trace(f"fpdu rev {rev} crc {crc} ird {ird} ord {ord_}: {c and (c.crc, c.ird)}")
         if c is None:
             self.fail("fuzz_target refused a valid MPA request")

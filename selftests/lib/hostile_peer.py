@@ -11,6 +11,7 @@
 #   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
 #   hostile_peer.py stall --addr A [--port P] [--hold S]
 #   hostile_peer.py bad-marker --addr A --port P --ptr N
+#   hostile_peer.py rfc7306 --addr A --port P --case C [--offer]
 #
 # mpa-reply: listen on A:P, take one connection, read the initiator's MPA request (RFC 5044
 # section 7.1) and answer with a reply frame carrying N bytes of private data (after the
@@ -54,6 +55,15 @@
 # prints the reply's bits ("reply markers=M reject=R"), then the FPDUs the server sends
 # until it closes, markers taken out, as rping-read does, and "lead marker ptr=P" for the
 # server's own first marker.
+# rfc7306: the initiator of an rping client towards an rping server, bad in RFC 7306's
+# ways. Its request offers RFC 7306 with --offer (siw_rs's MPA bit 0x0200); it prints the
+# reply's answer ("reply ext_accept=0|1"), then sends, instead of rping's advert, case C:
+#   imm          an Immediate Data message (opcode 8) on QN 0
+#   atomic-long  an Atomic Request with 8 octets more than its 52-octet header
+#   atomic-short an Atomic Request whose ULPDU ends inside its header
+#   atomic-stag  a Fetch-and-Add on an STag that does not exist
+#   atomic-resp  an Atomic Response that answers no request
+# and prints the FPDUs the server sends until it closes, as rping-read does.
 import argparse
 import socket
 import struct
@@ -335,6 +345,47 @@ def bad_marker(args):
     return 0
 
 
+F_EXT_OFFER = 0x0200
+F_EXT_ACCEPT = 0x0100
+OP_IMM, OP_ATOMIC_REQ, OP_ATOMIC_RESP = 8, 10, 11
+
+
+def atomic_req(msn, stag, to, aop=0, add=1, extra=b""):
+    # RFC 7306 figure 4: reserved + AOpCode, Request Identifier, Remote STag, Remote TO,
+    # Add or Swap Data, Add or Swap Mask, Compare Data, Compare Mask.
+    hdr = struct.pack(">IIIQQQQQ", aop, msn, stag, to, add, 0, 0, ~0 & (2**64 - 1))
+    return untagged(OP_ATOMIC_REQ, 1, msn, 0, hdr + extra)
+
+
+def rfc7306(args):
+    conn = socket.create_connection((args.addr, args.port), timeout=20)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
+    bits = 2 | F_ENHANCED | (F_EXT_OFFER if args.offer else 0)
+    conn.sendall(KEY_REQ + struct.pack(">HH", bits, len(body)) + body)
+    hdr = recv_exact(conn, 20)
+    rbits, pd_len = struct.unpack(">HH", hdr[16:20])
+    recv_exact(conn, pd_len)
+    print(f"reply ext_accept={int(bool(rbits & F_EXT_ACCEPT))} "
+          f"ext_offer={int(bool(rbits & F_EXT_OFFER))} reject={int(bool(rbits & F_REJECT))}",
+          flush=True)
+    c = args.case
+    if c == "imm":
+        conn.sendall(untagged(OP_IMM, 0, 1, 0, b"\0\0\0\0\x12\x34\x56\x78"))
+    elif c == "atomic-long":
+        conn.sendall(atomic_req(1, 0x1234, 0, extra=b"\xee" * 8))
+    elif c == "atomic-short":
+        full = atomic_req(1, 0x1234, 0)
+        # ULPDU_Length claims 20 octets: the DDP header and 2 of the atomic header's 52.
+        conn.sendall(struct.pack(">H", 20) + full[2:22] + b"\0" * 2 + b"\0\0\0\0")
+    elif c == "atomic-stag":
+        conn.sendall(atomic_req(1, 0xDEAD0000, 0))
+    elif c == "atomic-resp":
+        conn.sendall(untagged(OP_ATOMIC_RESP, 3, 1, 0, struct.pack(">IQ", 1, 42)))
+    print(f"sent {c}", flush=True)
+    return collect(conn)
+
+
 def mpa_accept(srv):
     conn, _ = srv.accept()
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -441,7 +492,15 @@ def main():
     b.add_argument("--addr", required=True)
     b.add_argument("--port", type=int, default=7174)
     b.add_argument("--ptr", type=int, default=256)
+    x = sub.add_parser("rfc7306")
+    x.add_argument("--addr", required=True)
+    x.add_argument("--port", type=int, default=7174)
+    x.add_argument("--case", required=True,
+                   choices=("imm", "atomic-long", "atomic-short", "atomic-stag", "atomic-resp"))
+    x.add_argument("--offer", action="store_true")
     args = ap.parse_args()
+    if args.cmd == "rfc7306":
+        return rfc7306(args)
     if args.cmd == "bad-marker":
         return bad_marker(args)
     if args.cmd == "stall":

@@ -44,7 +44,9 @@
 #define RECV_SIZE 1024
 #define RECV_COUNT 16
 #define READY "ready"
-#define ACCESS_REMOTE (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ)
+/* Remote atomics too: the fuzzer's RFC 7306 connections use them. */
+#define ACCESS_REMOTE (IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | \
+		       IB_ACCESS_REMOTE_ATOMIC)
 
 static char *addr = "192.168.77.2";
 module_param(addr, charp, 0444);
