@@ -27,7 +27,7 @@ use crate::{
             build_terminate, AtomicRequest, AtomicResponse, Opcode, RdmapHdr, ReadRequest,
             AOP_CMP_SWAP, AOP_FETCH_ADD, ATOMIC_LEN, MAX_HDR_LEN,
         },
-        segment::{Message, Segmenter, Target},
+        segment::{Message, SegmentError, Segmenter, Target},
     },
     qp::{sq_completion, QpCore, QpState, OK},
     queue::{AtomicWqe, RegMrWqe, Sqe, SQE_IMM, SQE_INLINE, WQE_FLAGS},
@@ -161,6 +161,19 @@ struct Active {
     /// Immediate Data message of an RDMA Write with Immediate Data, which then reports
     /// `done`.
     then: Option<Segmenter>,
+}
+
+impl Active {
+    /// A message without payload that completes nothing: a request, a response, an RTR.
+    fn header_only(msg: Message, mul: u16) -> Result<Self, SegmentError> {
+        Ok(Self {
+            seg: Segmenter::new(msg, mul)?,
+            src: Source::None,
+            done: None,
+            term: false,
+            then: None,
+        })
+    }
 }
 
 /// An FPDU being handed to TCP: header, payload pieces and trailer, or (with markers) the
@@ -498,7 +511,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             c.update(hdr.get(..hdr_len).unwrap_or(&[]));
             c.update(&[0u8; 4][..pad]);
             let (t, tl) = trailer(pad, if crc { c.value() } else { 0 });
-            let seg = Segmenter::new(
+            let active = Active::header_only(
                 Message {
                     opcode: Opcode::Send,
                     target: Target::Untagged {
@@ -513,11 +526,8 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             )
             .map_err(|_| TxStop::Failed)?;
             tx.active = Some(Active {
-                seg,
-                src: Source::None,
-                done: None,
                 term: true,
-                then: None,
+                ..active
             });
             let mut f = Fpdu {
                 hdr,
@@ -539,17 +549,11 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         }
         if let Some(rtr) = tx.rtr.take() {
             let (message, orq) = rtr_message(rtr, &mut tx.msn);
-            let seg = Segmenter::new(message, mul).map_err(|_| TxStop::Failed)?;
+            let active = Active::header_only(message, mul).map_err(|_| TxStop::Failed)?;
             if let Some(o) = orq {
                 tx.orq.push_within_capacity(o).map_err(|_| TxStop::Failed)?;
             }
-            tx.active = Some(Active {
-                seg,
-                src: Source::None,
-                done: None,
-                term: false,
-                then: None,
-            });
+            tx.active = Some(active);
             continue;
         }
         if !tx.irq.is_empty() {
@@ -580,7 +584,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                         }
                     };
                     let msn = next_msn(&mut tx.msn[2]);
-                    let seg = Segmenter::new(
+                    let active = Active::header_only(
                         Message {
                             opcode: Opcode::AtomicResponse,
                             target: Target::Untagged {
@@ -597,13 +601,7 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                         mul,
                     )
                     .map_err(|_| TxStop::Failed)?;
-                    tx.active = Some(Active {
-                        seg,
-                        src: Source::None,
-                        done: None,
-                        term: false,
-                        then: None,
-                    });
+                    tx.active = Some(active);
                     continue;
                 }
             };
@@ -870,11 +868,6 @@ fn activate(
         if sink.length < ATOMIC_LEN {
             return Err(wc::LOC_LEN_ERR);
         }
-        // The original value goes to writable memory of this PD (checked again when the
-        // response comes).
-        let mr = qp.tables().mr(sink.lkey).ok_or(wc::LOC_PROT_ERR)?;
-        mr.check(qp.pd(), sink.laddr, ATOMIC_LEN, LOCAL_WRITE)
-            .map_err(|_| wc::LOC_PROT_ERR)?;
         let ops = AtomicWqe::decode(sqe);
         let msn = next_msn(&mut tx.msn[1]);
         let req = AtomicRequest {
@@ -892,51 +885,24 @@ fn activate(
             compare: ops.compare,
             compare_mask: ops.compare_mask,
         };
-        let seg = Segmenter::new(
-            Message {
-                opcode: Opcode::AtomicRequest,
-                target: Target::Untagged {
-                    qn: QN_READ_REQUEST,
-                    msn,
-                    rsvd_ulp: 0,
-                },
-                rdmap: RdmapHdr::AtomicRequest(req),
-                len: 0,
-            },
-            mul,
-        )
-        .map_err(|_| wc::LOC_QP_OP_ERR)?;
-        tx.orq
-            .push_within_capacity(OrqEntry {
-                id: sqe.id,
-                signalled,
-                sink_stag: sink.lkey,
-                sink_to: sink.laddr,
-                len: ATOMIC_LEN,
-                received: 0,
-                rtr: false,
-                invalidate: false,
-                atomic: Some((sqe.opcode, msn)),
-            })
-            .map_err(|_| wc::LOC_QP_OP_ERR)?;
-        tx.active = Some(Active {
-            seg,
-            src: Source::None,
-            done: None,
-            term: false,
-            then: None,
-        });
-        return Ok(());
+        let orq = OrqEntry {
+            id: sqe.id,
+            signalled,
+            sink_stag: sink.lkey,
+            sink_to: sink.laddr,
+            len: ATOMIC_LEN,
+            received: 0,
+            rtr: false,
+            invalidate: false,
+            atomic: Some((sqe.opcode, msn)),
+        };
+        return start_request(qp, tx, RdmapHdr::AtomicRequest(req), msn, orq, mul);
     }
     if matches!(sqe.opcode, op::READ | op::READ_LOCAL_INV) {
         if inline.is_some() || nsge != 1 || sqe.flags & wqe::READ_FENCE != 0 || ord == 0 {
             return Err(wc::LOC_QP_OP_ERR);
         }
         let sink = sqe.sge[0];
-        // The sink must be writable memory of this PD (checked again per response).
-        let mr = qp.tables().mr(sink.lkey).ok_or(wc::LOC_PROT_ERR)?;
-        mr.check(qp.pd(), sink.laddr, sink.length, LOCAL_WRITE)
-            .map_err(|_| wc::LOC_PROT_ERR)?;
         let rr = ReadRequest {
             sink_stag: sink.lkey,
             sink_to: sink.laddr,
@@ -945,41 +911,18 @@ fn activate(
             src_to: sqe.raddr,
         };
         let msn = next_msn(&mut tx.msn[1]);
-        let seg = Segmenter::new(
-            Message {
-                opcode: Opcode::ReadRequest,
-                target: Target::Untagged {
-                    qn: QN_READ_REQUEST,
-                    msn,
-                    rsvd_ulp: 0,
-                },
-                rdmap: RdmapHdr::ReadRequest(rr),
-                len: 0,
-            },
-            mul,
-        )
-        .map_err(|_| wc::LOC_QP_OP_ERR)?;
-        tx.orq
-            .push_within_capacity(OrqEntry {
-                id: sqe.id,
-                signalled,
-                sink_stag: sink.lkey,
-                sink_to: sink.laddr,
-                len: sink.length,
-                received: 0,
-                rtr: false,
-                invalidate: sqe.opcode == op::READ_LOCAL_INV,
-                atomic: None,
-            })
-            .map_err(|_| wc::LOC_QP_OP_ERR)?;
-        tx.active = Some(Active {
-            seg,
-            src: Source::None,
-            done: None,
-            term: false,
-            then: None,
-        });
-        return Ok(());
+        let orq = OrqEntry {
+            id: sqe.id,
+            signalled,
+            sink_stag: sink.lkey,
+            sink_to: sink.laddr,
+            len: sink.length,
+            received: 0,
+            rtr: false,
+            invalidate: sqe.opcode == op::READ_LOCAL_INV,
+            atomic: None,
+        };
+        return start_request(qp, tx, RdmapHdr::ReadRequest(rr), msn, orq, mul);
     }
     let (src, len) = if let Some(data) = inline {
         let len = sqe.sge[0].length;
@@ -1099,6 +1042,47 @@ fn activate(
         term: false,
         then,
     });
+    Ok(())
+}
+
+/// Starts a request of ours that the peer answers in order on QN 1, within the ORD: an RDMA
+/// Read Request or an RFC 7306 Atomic Request (`hdr`, with MSN `msn`), and the ORQ entry
+/// its response must match. The sink must be writable memory of this PD (checked again when
+/// the response comes).
+fn start_request(
+    qp: &QpCore,
+    tx: &mut TxState,
+    hdr: RdmapHdr,
+    msn: u32,
+    orq: OrqEntry,
+    mul: u16,
+) -> Result<(), u16> {
+    let opcode = match hdr {
+        RdmapHdr::ReadRequest(_) => Opcode::ReadRequest,
+        RdmapHdr::AtomicRequest(_) => Opcode::AtomicRequest,
+        _ => return Err(wc::LOC_QP_OP_ERR),
+    };
+    let mr = qp.tables().mr(orq.sink_stag).ok_or(wc::LOC_PROT_ERR)?;
+    mr.check(qp.pd(), orq.sink_to, orq.len, LOCAL_WRITE)
+        .map_err(|_| wc::LOC_PROT_ERR)?;
+    let active = Active::header_only(
+        Message {
+            opcode,
+            target: Target::Untagged {
+                qn: QN_READ_REQUEST,
+                msn,
+                rsvd_ulp: 0,
+            },
+            rdmap: hdr,
+            len: 0,
+        },
+        mul,
+    )
+    .map_err(|_| wc::LOC_QP_OP_ERR)?;
+    tx.orq
+        .push_within_capacity(orq)
+        .map_err(|_| wc::LOC_QP_OP_ERR)?;
+    tx.active = Some(active);
     Ok(())
 }
 

@@ -32,17 +32,14 @@
  * The server reports in its `result` parameter: 1 verified, negative errno on failure.
  */
 #include <linux/module.h>
-#include <linux/inet.h>
 #include <linux/slab.h>
 #include <linux/gfp.h>
 #include <linux/scatterlist.h>
 #include <linux/completion.h>
 #include <linux/workqueue.h>
-#include <linux/nsproxy.h>
-#include <linux/sched.h>
-#include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
-#include <rdma/rdma_cm.h>
+
+#include "kverbs.h"
 
 #define K7306_PORT 7473
 /* The server's target: order-1 pages. */
@@ -53,7 +50,6 @@
 #define INLINE_LEN 40
 #define MSG_LEN 64
 #define NRECV 4
-#define TMO (30 * HZ)
 
 #define W0 0x1000ULL
 #define W1 0xaaaaULL
@@ -104,9 +100,7 @@ struct k7306_conn {
 	u32 len[16];
 	enum ib_wc_status first_err;
 	struct completion progress;
-	enum rdma_cm_event_type event;
-	int event_status;
-	struct completion cm;
+	struct kv_cm cm;
 	struct work_struct teardown;
 };
 
@@ -438,23 +432,8 @@ static int srv_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 static int __init k7306_init(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(K7306_PORT) };
-	int rv;
-
-	if (!in4_pton(addr, -1, (u8 *)&sin.sin_addr.s_addr, -1, NULL))
-		return -EINVAL;
-	listen_id = rdma_create_id(current->nsproxy->net_ns, srv_handler, NULL, RDMA_PS_TCP,
-				   IB_QPT_RC);
-	if (IS_ERR(listen_id))
-		return PTR_ERR(listen_id);
-	rv = rdma_bind_addr(listen_id, (struct sockaddr *)&sin);
-	if (!rv)
-		rv = rdma_listen(listen_id, 1);
-	if (rv) {
-		rdma_destroy_id(listen_id);
-		return rv;
-	}
-	return 0;
+	listen_id = kv_listen(srv_handler, addr, K7306_PORT);
+	return PTR_ERR_OR_ZERO(listen_id);
 }
 
 static void __exit k7306_exit(void)
@@ -486,30 +465,6 @@ static bool try_refused = true;
 module_param(try_refused, bool, 0444);
 MODULE_PARM_DESC(try_refused, "Post the requests that must be refused (0 on the C siw, whose queue a refused post jams)");
 
-static int cli_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	struct k7306_conn *c = id->context;
-
-	c->event = ev->event;
-	c->event_status = ev->status;
-	complete(&c->cm);
-	return 0;
-}
-
-static int wait_event_type(struct k7306_conn *c, enum rdma_cm_event_type want)
-{
-	if (!wait_for_completion_timeout(&c->cm, TMO)) {
-		pr_err("k7306_client: no %s within 30 s\n", rdma_event_msg(want));
-		return -ETIMEDOUT;
-	}
-	if (c->event != want) {
-		pr_err("k7306_client: %s (%d), expected %s\n", rdma_event_msg(c->event),
-		       c->event_status, rdma_event_msg(want));
-		return c->event_status ? c->event_status : -ECONNREFUSED;
-	}
-	return 0;
-}
-
 static void cli_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct k7306_conn *c = cq->cq_context;
@@ -529,7 +484,7 @@ static void cli_done(struct ib_cq *cq, struct ib_wc *wc)
 static int wait_completions(struct k7306_conn *c, int n, bool err, const char *what)
 {
 	while (atomic_read(&c->completions) < n) {
-		if (!wait_for_completion_timeout(&c->progress, TMO)) {
+		if (!wait_for_completion_timeout(&c->progress, KV_TMO)) {
 			pr_err("k7306_client: %s: %d of %d completions after 30 s\n", what,
 			       atomic_read(&c->completions), n);
 			return -ETIMEDOUT;
@@ -794,7 +749,6 @@ static int run_misaligned(struct k7306_conn *c, u64 raddr, u32 rkey)
 
 static int cli_run(struct k7306_conn *c)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(K7306_PORT) };
 	struct rdma_conn_param p = { .responder_resources = 8, .initiator_depth = 8,
 				     .retry_count = 7 };
 	struct k7306_info *info;
@@ -802,15 +756,7 @@ static int cli_run(struct k7306_conn *c)
 	u32 rkey;
 	int i, rv;
 
-	if (!in4_pton(addr, -1, (u8 *)&dst.sin_addr.s_addr, -1, NULL))
-		return -EINVAL;
-	rv = rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 5000);
-	if (!rv)
-		rv = wait_event_type(c, RDMA_CM_EVENT_ADDR_RESOLVED);
-	if (!rv)
-		rv = rdma_resolve_route(c->id, 5000);
-	if (!rv)
-		rv = wait_event_type(c, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	rv = kv_resolve(c->id, &c->cm, addr, K7306_PORT, "k7306_client");
 	if (!rv)
 		rv = setup(c, IB_POLL_WORKQUEUE);
 	/* The server's info and its status. */
@@ -824,7 +770,7 @@ static int cli_run(struct k7306_conn *c)
 	if (!rv)
 		rv = rdma_connect(c->id, &p);
 	if (!rv)
-		rv = wait_event_type(c, RDMA_CM_EVENT_ESTABLISHED);
+		rv = kv_wait(&c->cm, RDMA_CM_EVENT_ESTABLISHED, "k7306_client");
 	if (!rv)
 		rv = wait_completions(c, 1, false, "the server's target info");
 	if (rv)
@@ -874,11 +820,10 @@ static int __init k7306_init(void)
 
 	if (!c)
 		return -ENOMEM;
-	init_completion(&c->cm);
 	init_completion(&c->progress);
 	c->cqe_recv.done = cli_done;
 	c->cqe_send.done = cli_done;
-	c->id = rdma_create_id(current->nsproxy->net_ns, cli_handler, c, RDMA_PS_TCP, IB_QPT_RC);
+	c->id = kv_client_id(&c->cm);
 	if (IS_ERR(c->id)) {
 		rv = PTR_ERR(c->id);
 		kfree(c);

@@ -21,15 +21,12 @@
  * with srq=1 it receives through a shared receive queue (ib_post_srq_recv).
  */
 #include <linux/module.h>
-#include <linux/inet.h>
 #include <linux/slab.h>
 #include <linux/completion.h>
 #include <linux/workqueue.h>
-#include <linux/nsproxy.h>
-#include <linux/sched.h>
-#include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
-#include <rdma/rdma_cm.h>
+
+#include "kverbs.h"
 
 #define KVT_PORT 7472
 #define BUF_LEN (256 * 1024)
@@ -40,7 +37,6 @@
 /* The server receives it into two separate 4 KiB SGEs of buf2: [0, 4K) and [8K, 12K). */
 #define RSGE 4096
 #define MSG_LEN 64
-#define TMO (30 * HZ)
 
 static char *addr = "192.168.77.2";
 module_param(addr, charp, 0444);
@@ -85,9 +81,7 @@ struct kvt_conn {
 	int status;
 	struct completion progress;
 	/* Client: the connection manager's last event and its status. */
-	enum rdma_cm_event_type event;
-	int event_status;
-	struct completion cm;
+	struct kv_cm cm;
 	struct work_struct teardown;
 };
 
@@ -371,23 +365,8 @@ static int srv_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 static int __init kvt_init(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(KVT_PORT) };
-	int rv;
-
-	if (!in4_pton(addr, -1, (u8 *)&sin.sin_addr.s_addr, -1, NULL))
-		return -EINVAL;
-	listen_id = rdma_create_id(current->nsproxy->net_ns, srv_handler, NULL, RDMA_PS_TCP,
-				   IB_QPT_RC);
-	if (IS_ERR(listen_id))
-		return PTR_ERR(listen_id);
-	rv = rdma_bind_addr(listen_id, (struct sockaddr *)&sin);
-	if (!rv)
-		rv = rdma_listen(listen_id, 1);
-	if (rv) {
-		rdma_destroy_id(listen_id);
-		return rv;
-	}
-	return 0;
+	listen_id = kv_listen(srv_handler, addr, KVT_PORT);
+	return PTR_ERR_OR_ZERO(listen_id);
 }
 
 static void __exit kvt_exit(void)
@@ -406,30 +385,6 @@ static void __exit kvt_exit(void)
 
 #else /* client */
 
-static int cli_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	struct kvt_conn *c = id->context;
-
-	c->event = ev->event;
-	c->event_status = ev->status;
-	complete(&c->cm);
-	return 0;
-}
-
-static int wait_event_type(struct kvt_conn *c, enum rdma_cm_event_type want)
-{
-	if (!wait_for_completion_timeout(&c->cm, TMO)) {
-		pr_err("kvt_client: no %s within 30 s\n", rdma_event_msg(want));
-		return -ETIMEDOUT;
-	}
-	if (c->event != want) {
-		pr_err("kvt_client: %s (%d), expected %s\n", rdma_event_msg(c->event),
-		       c->event_status, rdma_event_msg(want));
-		return c->event_status ? c->event_status : -ECONNREFUSED;
-	}
-	return 0;
-}
-
 static void cli_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct kvt_conn *c = cq->cq_context;
@@ -446,7 +401,7 @@ static void cli_done(struct ib_cq *cq, struct ib_wc *wc)
 static int wait_completions(struct kvt_conn *c, int n, const char *what)
 {
 	while (atomic_read(&c->completions) < n) {
-		if (!wait_for_completion_timeout(&c->progress, TMO)) {
+		if (!wait_for_completion_timeout(&c->progress, KV_TMO)) {
 			pr_err("kvt_client: %s: %d of %d completions after 30 s\n", what,
 			       atomic_read(&c->completions), n);
 			return -ETIMEDOUT;
@@ -457,7 +412,6 @@ static int wait_completions(struct kvt_conn *c, int n, const char *what)
 
 static int cli_run(struct kvt_conn *c)
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(KVT_PORT) };
 	struct rdma_conn_param p = { .responder_resources = 4, .initiator_depth = 4,
 				     .retry_count = 7 };
 	struct kvt_info *info;
@@ -466,15 +420,7 @@ static int cli_run(struct kvt_conn *c)
 	size_t i;
 	int rv;
 
-	if (!in4_pton(addr, -1, (u8 *)&dst.sin_addr.s_addr, -1, NULL))
-		return -EINVAL;
-	rv = rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&dst, 5000);
-	if (!rv)
-		rv = wait_event_type(c, RDMA_CM_EVENT_ADDR_RESOLVED);
-	if (!rv)
-		rv = rdma_resolve_route(c->id, 5000);
-	if (!rv)
-		rv = wait_event_type(c, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	rv = kv_resolve(c->id, &c->cm, addr, KVT_PORT, "kvt_client");
 	if (!rv)
 		rv = setup(c, IB_POLL_WORKQUEUE, 0, false);
 	if (rv)
@@ -488,7 +434,7 @@ static int cli_run(struct kvt_conn *c)
 	if (!rv)
 		rv = rdma_connect(c->id, &p);
 	if (!rv)
-		rv = wait_event_type(c, RDMA_CM_EVENT_ESTABLISHED);
+		rv = kv_wait(&c->cm, RDMA_CM_EVENT_ESTABLISHED, "kvt_client");
 	if (!rv)
 		rv = wait_completions(c, 1, "the server's buffer info");
 	if (rv)
@@ -562,13 +508,12 @@ static int __init kvt_init(void)
 
 	if (!c)
 		return -ENOMEM;
-	init_completion(&c->cm);
 	init_completion(&c->progress);
 	c->cqe_recv0.done = cli_done;
 	c->cqe_recv1.done = cli_done;
 	c->cqe_send.done = cli_done;
 	c->cqe_read.done = cli_done;
-	c->id = rdma_create_id(current->nsproxy->net_ns, cli_handler, c, RDMA_PS_TCP, IB_QPT_RC);
+	c->id = kv_client_id(&c->cm);
 	if (IS_ERR(c->id)) {
 		rv = PTR_ERR(c->id);
 		kfree(c);
