@@ -166,18 +166,20 @@ mod cq {
 #[kunit_tests(siw_rs_rfc7306)]
 mod rfc7306 {
     use crate::{
-        glue::siw_abi::{
-            MAX_INLINE,
-            SQE_SIZE, //
+        proto::rdmap::{
+            AtomicRequest,
+            AOP_CMP_SWAP,
+            AOP_FETCH_ADD, //
         },
         queue::{
             AtomicWqe,
             Sge,
-            Sqe,
-            IMM_MAX_INLINE,
-            SQE_IMM,
-            SQE_INLINE, //
+            Sqe, //
         },
+    };
+    use core::sync::atomic::{
+        AtomicU64,
+        Ordering, //
     };
 
     #[test]
@@ -207,12 +209,32 @@ mod rfc7306 {
     }
 
     #[test]
-    fn immediate_data_sits_behind_the_room_it_leaves() {
-        // The last four bytes of the element (the sixth SGE's lkey), behind the 64 bytes
-        // of inline data an element with immediate data may carry.
-        assert_eq!(SQE_IMM + 4, SQE_SIZE);
-        assert_eq!(IMM_MAX_INLINE, MAX_INLINE - 16);
-        assert!(SQE_INLINE + IMM_MAX_INLINE <= SQE_IMM);
+    fn atomics_execute_on_a_kernel_word() {
+        let req = |aop, add_swap, add_swap_mask, compare, compare_mask| AtomicRequest {
+            aop,
+            req_id: 1,
+            stag: 0,
+            to: 0,
+            add_swap,
+            add_swap_mask,
+            compare,
+            compare_mask,
+        };
+        let w = AtomicU64::new(0x1000);
+        assert_eq!(req(AOP_FETCH_ADD, 5, 0, 0, !0).execute(&w), Some(0x1000));
+        assert_eq!(w.load(Ordering::SeqCst), 0x1005);
+        // A Compare-and-Swap that matches, then one that misses.
+        assert_eq!(
+            req(AOP_CMP_SWAP, 7, !0, 0x1005, !0).execute(&w),
+            Some(0x1005)
+        );
+        assert_eq!(req(AOP_CMP_SWAP, 9, !0, 0x1005, !0).execute(&w), Some(7));
+        assert_eq!(w.load(Ordering::SeqCst), 7);
+        // Two 32-bit fields: the low one wraps, its carry is dropped.
+        let w = AtomicU64::new(0x0000_0000_ffff_ffff);
+        let masked = req(AOP_FETCH_ADD, 0x0000_0001_0000_0001, 1 << 31, 0, !0);
+        assert_eq!(masked.execute(&w), Some(0xffff_ffff));
+        assert_eq!(w.load(Ordering::SeqCst), 0x0000_0001_0000_0000);
     }
 }
 

@@ -410,9 +410,11 @@ struct Posting {
     /// `st.ep` while in RTS (so never its last reference), else `None`: posting kicks it
     /// straight from any context, without the state mutex or a hop through the QP's work.
     ep: Option<Arc<Ep>>,
-    /// In RTS, the connection agreed on RFC 7306: atomics and Writes with Immediate Data
-    /// may be posted (the transmit engine checks again).
-    rfc7306: bool,
+    /// In RTS with its connection up, whether the connection agreed on RFC 7306: if not,
+    /// atomics and Writes with Immediate Data are refused when posted. Otherwise (`None`:
+    /// flushed in ERROR, or waiting for a connection made by `modify_qp`) they are taken,
+    /// and the transmit engine checks the connection again.
+    rfc7306: Option<bool>,
 }
 
 impl_has_work! {
@@ -915,7 +917,9 @@ impl SiwQp {
         if matches!(w.op, SendOp::Atomic(_)) && (w.sge.len() != 1 || inline.is_some()) {
             return Err(EINVAL);
         }
-        if (imm.is_some() || matches!(w.op, SendOp::Atomic(_))) && !core.posting.lock().rfc7306 {
+        if (imm.is_some() || matches!(w.op, SendOp::Atomic(_)))
+            && core.posting.lock().rfc7306 == Some(false)
+        {
             return Err(EOPNOTSUPP);
         }
         let mut flags = 0u16;
@@ -1361,7 +1365,7 @@ impl QpCore {
         let ep = if s == State::Rts { st.ep.clone() } else { None };
         // Dropped after the spinlock, and never the last reference: `st.ep` still holds
         // the endpoint while the state leaves RTS.
-        let rfc7306 = ep.is_some() && st.link().is_some_and(|l| l.params.rfc7306);
+        let rfc7306 = ep.as_ref().and(st.link()).map(|l| l.params.rfc7306);
         let mut p = self.posting.lock();
         p.rfc7306 = rfc7306;
         let _old = core::mem::replace(&mut p.ep, ep);

@@ -376,13 +376,19 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             // The verbs' 32 bits are the last four of the eight octets.
             let [_, _, _, _, i0, i1, i2, i3] = data;
             let imm = [i0, i1, i2, i3];
-            // RDMA Write with Immediate Data: the receive reports the Write's length (a
-            // standalone Immediate Data message: a zero-length Write's).
+            // RDMA Write with Immediate Data: a kernel consumer's receive reports the
+            // Write's length (a standalone Immediate Data message: a zero-length Write's),
+            // as IB_WC_RECV_RDMA_WITH_IMM. libsiw shows a process only IBV_WC_RECV and its
+            // length, which must then be what was placed in the buffer: nothing.
             let c = Completion {
                 id: s.id,
                 opcode: op::RECEIVE,
                 status: s.status.unwrap_or(wc::SUCCESS),
-                bytes: last_write.unwrap_or(0),
+                bytes: if qp.is_kernel() {
+                    last_write.unwrap_or(0)
+                } else {
+                    0
+                },
                 qp_num: st.ids().qpn,
                 qp_handle: st.ids().handle,
                 solicited: h.opcode.solicited(),

@@ -565,14 +565,14 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                     // section 8.1.1, item 6): one invalidated or deregistered since the
                     // request came is not touched.
                     let orig = if mr.is_valid() {
-                        mr.pages.atomic_update(off, |v| req.apply(v)).map_err(|e| {
-                            if e == EINVAL {
-                                // Aligned offset, misaligned memory: RFC 7306 section 8.2.
-                                TermError::RdmapCatastrophicStream
-                            } else {
-                                TermError::RdmapBaseBounds
-                            }
-                        })
+                        match mr.pages.atomic_word(off) {
+                            // A word changing under a masked operation without end:
+                            // nothing is done to it.
+                            Ok(w) => req.execute(w).ok_or(TermError::RdmapCatastrophicStream),
+                            // Aligned offset, misaligned memory: RFC 7306 section 8.2.
+                            Err(e) if e == EINVAL => Err(TermError::RdmapCatastrophicStream),
+                            Err(_) => Err(TermError::RdmapBaseBounds),
+                        }
                     } else {
                         Err(TermError::RdmapInvalidStag)
                     };

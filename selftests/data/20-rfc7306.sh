@@ -82,10 +82,10 @@ for i in 1 2 3 4 5 6; do
 	has "^atomic_resp qn=3 msn=$i req_id=$i " "$fpdus" || fail "Atomic Response $i: $fpdus"
 done
 # Three Immediate Data messages on QN 0, the immediate data in the last four octets, the
-# zero-length Write's solicited (opcode 9).
-has '^imm op=8 qn=0 msn=1 data=0000000012345678$' "$fpdus" || fail "Immediate Data 1: $fpdus"
-has '^imm op=8 qn=0 msn=2 data=000000009abcdef0$' "$fpdus" || fail "Immediate Data 2: $fpdus"
-has '^imm op=9 qn=0 msn=3 data=000000000badcafe$' "$fpdus" || fail "Immediate Data 3: $fpdus"
+# zero-length Write's solicited (opcode 9), each right behind the last segment of its Write.
+has '^imm op=8 qn=0 msn=1 data=0000000012345678 after=write-last$' "$fpdus" || fail "Immediate Data 1: $fpdus"
+has '^imm op=8 qn=0 msn=2 data=000000009abcdef0 after=write-last$' "$fpdus" || fail "Immediate Data 2: $fpdus"
+has '^imm op=9 qn=0 msn=3 data=000000000badcafe after=write-last$' "$fpdus" || fail "Immediate Data 3: $fpdus"
 # The misaligned atomic: a Terminate "Catastrophic error, localized to RDMAP Stream".
 has '^term layer=0 etype=2 ecode=0x7$' "$fpdus" || fail "no Terminate 0/2/0x07: $fpdus"
 [ "$(counter "$DEV_B" terminates_sent)" -ge 1 ] || fail "host B counted no Terminate"

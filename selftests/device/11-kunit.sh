@@ -1,6 +1,7 @@
 # The driver's KUnit tests (siw_rs/kunit.rs) run when siw_rs.ko loads, and all pass: ring
 # indexing and posting, object limits, the completion mapping, the kernel-only RFC 7306
-# element layouts, fast registration, the Read watchdog's verdict.
+# element layout and atomic execution on a kernel word, fast registration, the Read
+# watchdog's verdict.
 . "$ROOT/selftests/lib/common.sh"
 cleanup() { unload_siw_rs; }
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug

@@ -12,6 +12,8 @@
 #     an Atomic Response that answers nothing: RDMAP "Catastrophic, localized to RDMAP
 #     Stream" (0/2/0x07).
 # (A misaligned atomic, the other rule of RFC 7306 section 8.2, is data/20-rfc7306's.)
+# Then a good one: a Write with Immediate Data to rping's server, a process, which sees a
+# receive of 0 bytes (what was placed in its buffer; libsiw reports nothing more).
 . "$ROOT/selftests/lib/common.sh"
 PEER=$ROOT/selftests/lib/hostile_peer.py
 cleanup() { pkill -f hostile_peer.py; pkill rping; two_hosts_down; }
@@ -45,4 +47,20 @@ bad atomic-stag 1 "0 1 0x00"
 bad atomic-resp 1 "0 2 0x07"
 [ "$(counter "$DEV_B" terminates_sent)" -ge 6 ] ||
 	fail "host B counted $(counter "$DEV_B" terminates_sent) Terminates, expected 6"
+
+# Not bad: with the offer accepted, a Write with Immediate Data to a process's QP. It takes
+# the receive rping's server posted for the advert, and libsiw can show it only as a receive
+# of what was placed in the buffer, nothing: rping's server must see 0 bytes (it then gives
+# up, as on any bogus advert) and siw_rs must not Terminate.
+on_b timeout 30 rping -s -a 192.168.77.2 -C 1 -S 64 -d >/tmp/rping-s.out 2>&1 &
+srv=$!
+listening_b 7174
+out=$(on_a timeout 30 python3 "$PEER" rfc7306 --addr 192.168.77.2 --case write-imm --offer 2>&1) ||
+	fail "write-imm: peer: $out"
+wait $srv || true
+has '^reply ext_accept=1 ' "$out" || fail "write-imm: reply: $out"
+has 'op=terminate' "$out" && fail "write-imm: Terminated: $out"
+has 'Received bogus data, size 0' "$(cat /tmp/rping-s.out)" ||
+	fail "write-imm: rping's server did not see a 0-byte receive: $(cat /tmp/rping-s.out)"
+log "write-imm (offer=1): rping's server saw a 0-byte receive, no Terminate"
 rping_sizes 2 64

@@ -6,7 +6,9 @@
 # then one line per RFC 7306 message, decoded from the wire (RFC 7306 figures 4, 6, 7):
 #   atomic_req msn=M aop=0|2 req_id=R stag=S to=T add_swap=X add_swap_mask=X compare=X compare_mask=X
 #   atomic_resp msn=M req_id=R orig=X
-#   imm op=8|9 msn=M data=X
+#   imm op=8|9 msn=M data=X after=write-last|OP   (the FPDU right before it in the stream:
+#                                                the last segment of an RDMA Write, or
+#                                                the opcode of something else)
 #   term layer=L etype=E ecode=C          (a Terminate, RFC 5040 figure 11)
 # Opcodes are RDMAP's (RFC 5040 figure 4, RFC 7306): 0 Write, 1 Read Request, 2 Read
 # Response, 3-6 Sends, 7 Terminate, 8/9 Immediate Data, 10 Atomic Request, 11 Atomic
@@ -26,6 +28,7 @@ def walk(key, s):
     fop = s[20 + pd_len:]
     counts = {}
     lines = []
+    prev = None  # the opcode and DDP L bit of the FPDU before
     u = 0
     while u + 4 <= len(fop):
         ulpdu, ctrl = struct.unpack(">HH", fop[u:u + 4])
@@ -41,7 +44,8 @@ def walk(key, s):
             qn, msn, mo = struct.unpack(">III", body[4:16])
             hdr = body[16:]
             if op in (8, 9) and len(hdr) >= 8:
-                lines.append(f"imm op={op} qn={qn} msn={msn} data={hdr[:8].hex()}")
+                after = "write-last" if prev == (0, True) else str(prev and prev[0])
+                lines.append(f"imm op={op} qn={qn} msn={msn} data={hdr[:8].hex()} after={after}")
             elif op == 10 and len(hdr) >= 52:
                 w0, req_id, stag, to, a, am, c, cm = struct.unpack(">IIIQQQQQ", hdr[:52])
                 lines.append(f"atomic_req qn={qn} msn={msn} aop={w0 & 0xF} req_id={req_id} "
@@ -54,6 +58,7 @@ def walk(key, s):
             elif op == 11 and len(hdr) >= 12:
                 req_id, orig = struct.unpack(">IQ", hdr[:12])
                 lines.append(f"atomic_resp qn={qn} msn={msn} req_id={req_id} orig={orig:#x}")
+        prev = (op, bool(fop[u + 2] & 0x40))  # the DDP control byte's L bit
         u += flen
     ops = ",".join(f"{k}:{v}" for k, v in sorted(counts.items()))
     print(f"stream {key} fpdus {sum(counts.values())} opcodes {ops or '-'}")

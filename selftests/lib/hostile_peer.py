@@ -63,6 +63,8 @@
 #   atomic-short an Atomic Request whose ULPDU ends inside its header
 #   atomic-stag  a Fetch-and-Add on an STag that does not exist
 #   atomic-resp  an Atomic Response that answers no request
+#   write-imm    (not bad) a zero-length RDMA Write and its Immediate Data message, which
+#                completes the receive rping's server posted for the advert
 # and prints the FPDUs the server sends until it closes, as rping-read does.
 import argparse
 import socket
@@ -382,6 +384,9 @@ def rfc7306(args):
         conn.sendall(atomic_req(1, 0xDEAD0000, 0))
     elif c == "atomic-resp":
         conn.sendall(untagged(OP_ATOMIC_RESP, 3, 1, 0, struct.pack(">IQ", 1, 42)))
+    elif c == "write-imm":
+        conn.sendall(tagged(OP_WRITE, 1, 0, b"") +
+                     untagged(OP_IMM, 0, 1, 0, b"\0\0\0\0\x12\x34\x56\x78"))
     print(f"sent {c}", flush=True)
     return collect(conn)
 
@@ -496,7 +501,8 @@ def main():
     x.add_argument("--addr", required=True)
     x.add_argument("--port", type=int, default=7174)
     x.add_argument("--case", required=True,
-                   choices=("imm", "atomic-long", "atomic-short", "atomic-stag", "atomic-resp"))
+                   choices=("imm", "atomic-long", "atomic-short", "atomic-stag", "atomic-resp",
+                            "write-imm"))
     x.add_argument("--offer", action="store_true")
     args = ap.parse_args()
     if args.cmd == "rfc7306":

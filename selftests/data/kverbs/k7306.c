@@ -692,16 +692,18 @@ static int run_refused(struct k7306_conn *c, u64 raddr, u32 rkey)
 
 	a.wr.sg_list = &s8;
 	a.compare_add = 1;
-	rv = try_refused ? ib_post_send(c->id->qp, &a.wr, &bad) : post_err;
-	if (rv != post_err) {
-		pr_err("k7306_client: posting an atomic: %d, expected %d\n", rv, post_err);
-		return -EIO;
-	}
-	rv = try_refused ? ib_post_send(c->id->qp, &wi.wr, &bad) : post_err;
-	if (rv != post_err) {
-		pr_err("k7306_client: posting a Write with Immediate Data: %d, expected %d\n", rv,
-		       post_err);
-		return -EIO;
+	if (try_refused) {
+		rv = ib_post_send(c->id->qp, &a.wr, &bad);
+		if (rv != post_err) {
+			pr_err("k7306_client: posting an atomic: %d, expected %d\n", rv, post_err);
+			return -EIO;
+		}
+		rv = ib_post_send(c->id->qp, &wi.wr, &bad);
+		if (rv != post_err) {
+			pr_err("k7306_client: posting a Write with Immediate Data: %d, expected %d\n",
+			       rv, post_err);
+			return -EIO;
+		}
 	}
 	for (i = 0; i < WLEN; i++)
 		c->buf[i] = pattern(i);
@@ -783,14 +785,14 @@ static int cli_run(struct k7306_conn *c)
 		return -EIO;
 	}
 	/* RFC 7306 has no Send with Immediate Data: refused, whatever the peer. */
-	{
+	if (try_refused) {
 		struct ib_sge s = { .addr = c->buf_dma, .length = 8, .lkey = c->pd->local_dma_lkey };
 		struct ib_send_wr si = { .wr_cqe = &c->cqe_send, .sg_list = &s, .num_sge = 1,
 					 .opcode = IB_WR_SEND_WITH_IMM,
 					 .send_flags = IB_SEND_SIGNALED };
 		const struct ib_send_wr *bad;
 
-		rv = try_refused ? ib_post_send(c->id->qp, &si, &bad) : -EINVAL;
+		rv = ib_post_send(c->id->qp, &si, &bad);
 		if (rv != -EINVAL) {
 			pr_err("k7306_client: posting a Send with Immediate Data: %d, expected %d\n",
 			       rv, -EINVAL);

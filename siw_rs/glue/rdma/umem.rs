@@ -7,6 +7,7 @@
 
 use crate::glue::{bindings, iov::IoVec, workqueue};
 use core::ptr::NonNull;
+use core::sync::atomic::AtomicU64;
 use kernel::{
     impl_has_work, new_work,
     prelude::*,
@@ -435,15 +436,14 @@ impl MrMem {
         }
     }
 
-    /// Replaces the 64-bit word at offset `off` of the region (for a DMA MR, at address
-    /// `off`) by `f` of its value, as one atomic step, and returns the value it had: an RFC
-    /// 7306 atomic operation. The word is read and written in the CPU's byte order (RFC
-    /// 7306 section 5.1: "in the endian format of the target memory").
+    /// The 64-bit word at offset `off` of the region (for a DMA MR, at address `off`), for
+    /// an RFC 7306 atomic operation. The word is the CPU's, in its byte order (RFC 7306
+    /// section 5.1: "in the endian format of the target memory").
     ///
-    /// The word must be 8-byte aligned in memory, so it never spans two pages: `EINVAL`
-    /// otherwise (a region whose addresses the peer sees shifted from the memory's could
-    /// make an aligned tagged offset a misaligned address). `EFAULT` outside the region.
-    pub(crate) fn atomic_update(&self, off: usize, f: impl Fn(u64) -> u64) -> Result<u64> {
+    /// It must be 8-byte aligned in memory, so it never spans two pages: `EINVAL` otherwise
+    /// (a region whose addresses the peer sees shifted from the memory's could make an
+    /// aligned tagged offset a misaligned address). `EFAULT` outside the region.
+    pub(crate) fn atomic_word(&self, off: usize) -> Result<&AtomicU64> {
         const WORD: usize = core::mem::size_of::<u64>();
         let mut at = None;
         let mut whole = |addr: usize, n: usize| {
@@ -461,21 +461,17 @@ impl MrMem {
         if addr & (WORD - 1) != 0 {
             return Err(EINVAL);
         }
-        // SAFETY: `pieces` found the 8 bytes at `addr` inside one mapped page of the region
-        // (pinned user pages, or linear-map pages the kernel consumer granted for remote
-        // atomics by registering them), which stays mapped while `self` is borrowed; `addr`
-        // is 8-byte aligned (checked). The owner may touch the word meanwhile: atomically,
-        // or racing with the peer's operation as it would with any remote access it allowed;
-        // neither can make this access fault or reach other memory.
-        let word = unsafe { core::sync::atomic::AtomicU64::from_ptr(addr as *mut u64) };
-        let old = word
-            .fetch_update(
-                core::sync::atomic::Ordering::SeqCst,
-                core::sync::atomic::Ordering::SeqCst,
-                |v| Some(f(v)),
-            )
-            .unwrap_or_else(|v| v);
-        Ok(old)
+        // SAFETY: `pieces` found the 8 bytes at `addr`, 8-byte aligned (checked), inside one
+        // mapped page of the region. Pinned user pages stay pinned and mapped while `self`
+        // lives, so for the borrow. A kernel consumer's memory (a DMA MR, a registered
+        // fast-registration MR) stays its own while registered, as for any remote access
+        // it grants (RDMA Write placement relies on the same); the caller checks the
+        // registration is valid before it operates. Everyone else reaches the word through
+        // its owner: its plain accesses may race with the peer's atomic operation, as they
+        // may with the peer's Writes, which can make the value unpredictable to the owner
+        // but cannot make this access fault or reach other memory (on the architectures
+        // this driver builds for, an aligned 64-bit atomic is one instruction).
+        Ok(unsafe { AtomicU64::from_ptr(addr as *mut u64) })
     }
 
     /// The pieces of `len` bytes at `off`, to send. With `splice`, TCP may reference pinned

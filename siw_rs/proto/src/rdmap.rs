@@ -22,6 +22,7 @@ use super::ddp::{
 };
 use super::error::{BufferTooSmall, HeaderCopy, ParseError, TermError};
 use super::wire::{Reader, Writer};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The largest header of any opcode (Atomic Request), MPA length field included.
 pub const MAX_HDR_LEN: usize = 72;
@@ -441,6 +442,52 @@ impl AtomicRequest {
             }
             _ => orig,
         }
+    }
+}
+
+/// How many times a masked operation retries its compare-and-swap on a word that keeps
+/// changing under it (see [`AtomicRequest::execute`]).
+pub const ATOMIC_RETRIES: u32 = 4096;
+
+impl AtomicRequest {
+    /// Executes the request on `word`, the target location, as one atomic step; returns
+    /// the original value, or `None` when a masked operation found the word changed by
+    /// someone else [`ATOMIC_RETRIES`] times in a row (the location is then unchanged).
+    ///
+    /// The plain forms take one instruction each and never fail: Fetch-and-Add without a
+    /// mask is `fetch_add`, Compare-and-Swap with full masks one `compare_exchange`. The
+    /// masked forms read, compute [`Self::apply`] and compare-and-swap, which a word under
+    /// constant change could make loop for ever: it is bounded instead, so that nothing
+    /// the word's owner does can hold the caller. For a request that passed
+    /// [`Self::check`].
+    pub fn execute(&self, word: &AtomicU64) -> Option<u64> {
+        match self.aop {
+            AOP_FETCH_ADD if self.add_swap_mask == 0 => {
+                return Some(word.fetch_add(self.add_swap, Ordering::SeqCst));
+            }
+            AOP_CMP_SWAP if self.add_swap_mask == u64::MAX && self.compare_mask == u64::MAX => {
+                let r = word.compare_exchange(
+                    self.compare,
+                    self.add_swap,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
+                return Some(r.unwrap_or_else(|v| v));
+            }
+            _ => {}
+        }
+        let mut old = word.load(Ordering::SeqCst);
+        for _ in 0..ATOMIC_RETRIES {
+            let new = self.apply(old);
+            if new == old {
+                return Some(old);
+            }
+            match word.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(v) => return Some(v),
+                Err(v) => old = v,
+            }
+        }
+        None
     }
 }
 

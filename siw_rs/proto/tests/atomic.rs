@@ -172,6 +172,52 @@ fn opcodes_queues_and_lengths() {
     assert_eq!(QN_ATOMIC_RESPONSE, 3);
 }
 
+/// `execute` on a word gives what `apply` computes, and returns the original value.
+#[test]
+fn execute_matches_apply_on_a_word() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let cases = [
+        req(AOP_FETCH_ADD, 0, 5, 0, 0, !0),
+        req(AOP_FETCH_ADD, 0, 0x0000_0001_0000_0001, 1 << 31, 0, 0),
+        req(AOP_CMP_SWAP, 0, 99, !0, 42, !0),
+        req(AOP_CMP_SWAP, 0, 99, !0, 43, !0),
+        req(AOP_CMP_SWAP, 0, 0xaaaa_aaaa_0000_0000, 0xffff_ffff_0000_0000, 0x2a, 0xff),
+    ];
+    for r in cases {
+        for orig in [42u64, 0x0000_0005_ffff_ffff, u64::MAX] {
+            let w = AtomicU64::new(orig);
+            assert_eq!(r.execute(&w), Some(orig), "{r:?} on {orig:#x}");
+            assert_eq!(w.load(Ordering::SeqCst), r.apply(orig), "{r:?} on {orig:#x}");
+        }
+    }
+}
+
+/// Two threads adding to one word with plain and masked Fetch-and-Add lose no update.
+#[test]
+fn execute_is_atomic_under_contention() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let w = Arc::new(AtomicU64::new(0));
+    let plain = req(AOP_FETCH_ADD, 0, 1, 0, 0, 0);
+    // Two 32-bit fields: 1 to the low one only, no carry possible below 2^32 adds.
+    let masked = req(AOP_FETCH_ADD, 0, 1, 1 << 31, 0, 0);
+    let t: Vec<_> = [plain, masked]
+        .into_iter()
+        .map(|r| {
+            let w = w.clone();
+            std::thread::spawn(move || {
+                for _ in 0..100_000 {
+                    assert!(r.execute(&w).is_some());
+                }
+            })
+        })
+        .collect();
+    for h in t {
+        h.join().unwrap();
+    }
+    assert_eq!(w.load(Ordering::SeqCst), 200_000);
+}
+
 proptest! {
     #[test]
     fn fetch_add_matches_the_rfc(orig in any::<u64>(), add in any::<u64>(), mask in any::<u64>()) {
