@@ -244,6 +244,18 @@ perftest_all() {
 			out=$(on_a timeout 180 "$t" -R -d "$DEV_A" -n 100 -s 4096 192.168.77.2 2>&1) || ok=0
 			wait $srv || ok=0
 			[ $ok = 1 ] && break
+			if has 'Failed to exchange data between server and clients' "$out$(cat /tmp/perf-s.out)"; then
+				# Open defect (issue 14's reliability, 2026-11-26): in the whole data suite a
+				# siw_rs client's connection to a C siw server broke in perftest's startup
+				# exchange, before any measured traffic, in 2 of 2 runs (never in 67 runs of
+				# 06 alone or in a loop). Retried, with the evidence logged for whoever digs.
+				log "$t: perftest's startup exchange failed (try $try): $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
+				for d in "$DEV_A" "$DEV_B"; do
+					log "  $d: $(rdma statistic show link "$d/1" 2>/dev/null | tr -s ' \n' ' ')"
+				done
+				log "  kernel: $(dmesg | tail -n 8 | tr '\n' '|')"
+				continue
+			fi
 			has 'Correlation coefficient' "$out$(cat /tmp/perf-s.out)" || break
 			log "$t: perftest's clock calibration failed (try $try), again"
 		done
