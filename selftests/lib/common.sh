@@ -231,8 +231,9 @@ pingpong() {
 # A; both must exit 0 and the client must print its result line. (perftest checks
 # completions, not data; the byte checks are rping's and data_verify's.) perftest
 # calibrates the TSC against the wall clock first, which under TCG sometimes fails
-# ("Correlation coefficient ... Can't produce a report") after a good run: only that
-# failure is retried, twice at most.
+# ("Correlation coefficient ... Can't produce a report") after a good run: that failure,
+# and a connection broken in perftest's startup exchange (an open defect, below; its retries
+# are shown even when the test passes), are retried, twice at most.
 perftest_all() {
 	local t out srv try ok
 	for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
@@ -249,11 +250,11 @@ perftest_all() {
 				# siw_rs client's connection to a C siw server broke in perftest's startup
 				# exchange, before any measured traffic, in 2 of 2 runs (never in 67 runs of
 				# 06 alone or in a loop). Retried, with the evidence logged for whoever digs.
-				log "$t: perftest's startup exchange failed (try $try): $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
+				log "retried: $t: perftest's startup exchange failed (try $try): $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
 				for d in "$DEV_A" "$DEV_B"; do
-					log "  $d: $(rdma statistic show link "$d/1" 2>/dev/null | tr -s ' \n' ' ')"
+					log "retried:   $d: $(rdma statistic show link "$d/1" 2>/dev/null | tr -s ' \n' ' ')"
 				done
-				log "  kernel: $(dmesg | tail -n 8 | tr '\n' '|')"
+				log "retried:   kernel: $(dmesg | tail -n 8 | tr '\n' '|')"
 				continue
 			fi
 			has 'Correlation coefficient' "$out$(cat /tmp/perf-s.out)" || break

@@ -47,8 +47,10 @@ for t in "${tests[@]}"; do
 	rm -f /tmp/siw_rs-known-report
 	if [ $rc = 0 ] && [ -z "$bad" ]; then
 		echo "ok $n - $name"
-		# A passing test's own "# " lines, when asked for (make fuzz-vm: its figures).
-		if [ -n "${SIW_RS_VERBOSE:-}" ]; then grep '^# ' <<<"$out" | sed 's/^/#   /' || true; fi
+		# A passing test's own "# " lines, when asked for (make fuzz-vm: its figures); its
+		# "# retried: " lines always (a retry that passed must still be seen).
+		if [ -n "${SIW_RS_VERBOSE:-}" ]; then grep '^# ' <<<"$out" | sed 's/^/#   /' || true
+		else grep '^# retried: ' <<<"$out" | sed 's/^/#   /' || true; fi
 	else
 		echo "not ok $n - $name (exit $rc)"
 		sed 's/^/#   /' <<<"$out" | tail -n 40
