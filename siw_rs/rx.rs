@@ -412,16 +412,8 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             let off = mr
                 .check(qp.pd(), req.to, ATOMIC_LEN, REMOTE_ATOMIC)
                 .map_err(|e| RxStop::Term(read_err(e)))?;
-            // Atomics share the IRD with Reads (RFC 7306 section 5.2): beyond it, as for a
-            // Read, the peer broke the negotiated limit.
-            let ird = usize::from(link.params.ird);
-            if link.tx.irq.len() >= ird {
-                return Err(RxStop::Term(TermError::RdmapCatastrophicStream));
-            }
-            link.tx
-                .irq
-                .push_within_capacity(Inbound::Atomic { req, mr, off })
-                .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
+            // Atomics share the IRD with Reads (RFC 7306 section 5.2).
+            answer_later(link, Inbound::Atomic { req, mr, off })?;
             Ok(())
         }
         Opcode::AtomicResponse => {
@@ -554,14 +546,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 mr.check(qp.pd(), rr.src_to, rr.size, REMOTE_READ)
                     .map_err(|e| RxStop::Term(read_err(e)))?;
             }
-            let ird = usize::from(link.params.ird);
-            if link.tx.irq.len() >= ird {
-                return Err(RxStop::Term(TermError::RdmapCatastrophicStream));
-            }
-            link.tx
-                .irq
-                .push_within_capacity(Inbound::Read(rr))
-                .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
+            answer_later(link, Inbound::Read(rr))?;
             qp.stats().add(Counter::ReadRequestsServed, 1);
             Ok(())
         }
@@ -570,6 +555,18 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             Err(RxStop::PeerTerminated)
         }
     }
+}
+
+/// Queues a request of the peer's (a Read or an Atomic) to be answered in order; beyond the
+/// negotiated IRD the peer broke the limit (Terminate).
+fn answer_later(link: &mut crate::qp::Link, req: Inbound) -> Result<(), RxStop> {
+    if link.tx.irq.len() >= usize::from(link.params.ird) {
+        return Err(RxStop::Term(TermError::RdmapCatastrophicStream));
+    }
+    link.tx
+        .irq
+        .push_within_capacity(req)
+        .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))
 }
 
 /// Takes the next posted receive (`siw_rqe_get()`), from the QP's RQ or its SRQ: the slot

@@ -461,16 +461,14 @@ impl MrMem {
         if addr & (WORD - 1) != 0 {
             return Err(EINVAL);
         }
+        // Pinned user pages stay pinned and mapped while `self` lives. A kernel consumer's
+        // memory (a DMA MR, a registered fast-registration MR) stays its own while
+        // registered, as for any remote access it grants (Write placement relies on the
+        // same); the caller checks the registration is valid first. The owner's plain
+        // accesses may race with the peer's atomic as with its Writes: the value may surprise
+        // the owner, but this access cannot fault or reach other memory.
         // SAFETY: `pieces` found the 8 bytes at `addr`, 8-byte aligned (checked), inside one
-        // mapped page of the region. Pinned user pages stay pinned and mapped while `self`
-        // lives, so for the borrow. A kernel consumer's memory (a DMA MR, a registered
-        // fast-registration MR) stays its own while registered, as for any remote access
-        // it grants (RDMA Write placement relies on the same); the caller checks the
-        // registration is valid before it operates. Everyone else reaches the word through
-        // its owner: its plain accesses may race with the peer's atomic operation, as they
-        // may with the peer's Writes, which can make the value unpredictable to the owner
-        // but cannot make this access fault or reach other memory (on the architectures
-        // this driver builds for, an aligned 64-bit atomic is one instruction).
+        // mapped page of the region, which stays mapped for the borrow of `self` (above).
         Ok(unsafe { AtomicU64::from_ptr(addr as *mut u64) })
     }
 
