@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The iWARP wire protocol of siw_rs: MPA (RFC 5044, RFC 6581), DDP (RFC 5041) and
-//! RDMAP (RFC 5040, RFC 7306).
+//! RDMAP (RFC 5040, RFC 7306), and the SCTP adaptation of DDP (RFC 5043).
 //!
 //! This crate is plain `no_std` Rust with no dependencies, no allocation and no
 //! `unsafe`. The same sources are compiled on the host (unit tests, property tests and
@@ -19,7 +19,9 @@
 //! - [`gidconn`]: connections made by `modify_qp` (siw_rs to siw_rs, no rdma_cm).
 //! - [`segment`]: segmentation of a message into DDP segments.
 //! - [`qp`]: the queue pair state machine.
-//! - [`rx`]: the streaming receiver that turns a TCP byte stream into events.
+//! - [`rx`]: the streaming receiver that turns a TCP byte stream (or SCTP messages) into
+//!   events.
+//! - [`sctp`]: DDP over SCTP (RFC 5043): session control, DDP-SSN ordering.
 #![cfg_attr(not(MODULE), no_std)]
 #![forbid(unsafe_code)]
 
@@ -33,5 +35,6 @@ pub mod mpa;
 pub mod qp;
 pub mod rdmap;
 pub mod rx;
+pub mod sctp;
 pub mod segment;
 mod wire;

@@ -45,6 +45,10 @@ pub struct RxConfig {
     pub markers: bool,
     /// Header validation options.
     pub header: HeaderOptions,
+    /// DDP over SCTP (RFC 5043): the input is whole messages, each a DDP-SSN and one DDP
+    /// segment, announced by [`Receiver::start_segment`]; no MPA (no length field, pad,
+    /// CRC or markers: `crc` and `markers` must be off).
+    pub sctp: bool,
 }
 
 /// One thing the receiver found in the stream.
@@ -124,6 +128,8 @@ pub struct Receiver<C: Crc32c> {
     msn: [u32; QUEUES],
     untagged: Option<Untagged>,
     tagged: Option<Tagged>,
+    /// SCTP: the length of the DDP segment announced next (its MPA-like ULPDU length).
+    seg_len: Option<u16>,
 }
 
 impl<C: Crc32c> Receiver<C> {
@@ -153,7 +159,31 @@ impl<C: Crc32c> Receiver<C> {
             msn: [MSN_INITIAL; QUEUES],
             untagged: None,
             tagged: None,
+            seg_len: None,
         }
+    }
+
+    /// DDP over SCTP: the next message is a DDP segment of `len` octets (the SCTP
+    /// message less its DDP-SSN). Feed the whole message, DDP-SSN first, next; it ends with
+    /// [`Event::End`]. Refused unless between segments, or for a segment too short to hold
+    /// a DDP header.
+    pub fn start_segment(&mut self, len: usize) -> Result<(), TermError> {
+        if let State::Failed(e) = self.state {
+            return Err(e);
+        }
+        if !self.cfg.sctp || !self.at_fpdu_boundary() || self.seg_len.is_some() {
+            return Err(self.fail(TermError::LlpLocalCatastrophic));
+        }
+        // RFC 5043 section 9: a segment longer than any the layer announced is refused;
+        // that bound is the caller's, this one is the header's field.
+        let len = u16::try_from(len).map_err(|_| self.fail(TermError::DdpUntaggedTooLong))?;
+        // Not even a DDP control field: no header to take. (RFC 5043 defines no LLP
+        // errors, so a segment too short for its header is a DDP one here.)
+        if usize::from(len) < 2 {
+            return Err(self.fail(TermError::DdpCatastrophic));
+        }
+        self.seg_len = Some(len);
+        Ok(())
     }
 
     /// The configuration.
@@ -236,6 +266,14 @@ impl<C: Crc32c> Receiver<C> {
         let mut rest = input;
         let mut consumed = 0usize;
         loop {
+            // SCTP: no trailer, so a segment ends with its payload, input or not.
+            if self.state == State::Trailer && self.tr_need == 0 {
+                let (n, event) = self.take_trailer(&[])?;
+                return Ok(Step {
+                    consumed: consumed.saturating_add(n),
+                    event,
+                });
+            }
             if rest.is_empty() {
                 return Ok(Step {
                     consumed,
@@ -332,10 +370,27 @@ impl<C: Crc32c> Receiver<C> {
                 Some(p) => *p,
                 None => return Err(self.fail(TermError::LlpLocalCatastrophic)),
             };
-            let ulpdu = u16::from_be_bytes([l0, l1]);
+            let ulpdu = if self.cfg.sctp {
+                // The DDP-SSN stands where MPA has its length: the length is the
+                // message's. Kept in the raw header, where a Terminate reports it as the
+                // DDP segment length.
+                let Some(len) = self.seg_len.take() else {
+                    return Err(self.fail(TermError::LlpLocalCatastrophic));
+                };
+                if let Some(l) = self.hdr.get_mut(..2) {
+                    l.copy_from_slice(&len.to_be_bytes());
+                }
+                let _ = (l0, l1);
+                len
+            } else {
+                u16::from_be_bytes([l0, l1])
+            };
             let ctrl = Ctrl(u16::from_be_bytes([c0, c1]));
             match check_prefix(ulpdu, ctrl, self.cfg.header) {
                 Ok(op) => self.hdr_need = op.header_len(),
+                Err(TermError::LlpFpduStart) if self.cfg.sctp => {
+                    return Err(self.fail(TermError::DdpCatastrophic))
+                }
                 Err(e) => return Err(self.fail(e)),
             }
             return Ok((n, None));
@@ -353,7 +408,11 @@ impl<C: Crc32c> Receiver<C> {
             Err(e) => return Err(self.fail(e)),
         };
         self.cur = Some(header);
-        self.pad = pad_len(header.ulpdu_len);
+        self.pad = if self.cfg.sctp {
+            0
+        } else {
+            pad_len(header.ulpdu_len)
+        };
         let payload = u32::try_from(header.payload_len()).unwrap_or(u32::MAX);
         self.enter_payload(payload);
         Ok((n, Some(Event::Header { header, first })))
@@ -363,7 +422,11 @@ impl<C: Crc32c> Receiver<C> {
         if rem == 0 {
             self.state = State::Trailer;
             self.tr_have = 0;
-            self.tr_need = self.pad.saturating_add(CRC_LEN);
+            self.tr_need = if self.cfg.sctp {
+                0
+            } else {
+                self.pad.saturating_add(CRC_LEN)
+            };
         } else {
             self.state = State::Payload { rem };
         }

@@ -110,6 +110,7 @@ fn rfc5044_figures_5_and_6_received_as_one_stream() {
         crc: true,
         markers: true,
         header: HeaderOptions::default(),
+        sctp: false,
     };
     let (evs, err) = run(cfg, &tx.out);
     assert_eq!(err, None);

@@ -388,7 +388,7 @@ proptest! {
     ) {
         let mul = mulpdu(mulpdu_emss, markers);
         let (s, sent) = build_stream(&msgs, mul, crc, markers);
-        let rx = RxConfig { crc, markers, header: HeaderOptions::default() };
+        let rx = RxConfig { crc, markers, header: HeaderOptions::default(), sctp: false };
         let whole = run(rx, &s);
         prop_assert_eq!(whole.1, None);
         prop_assert_eq!(reassemble(&whole.0), sent);
@@ -405,7 +405,7 @@ proptest! {
         markers in any::<bool>(),
     ) {
         let (s, sent) = build_stream(&msgs, mul, crc, markers);
-        let (evs, err) = run(RxConfig { crc, markers, header: HeaderOptions::default() }, &s);
+        let (evs, err) = run(RxConfig { crc, markers, header: HeaderOptions::default(), sctp: false }, &s);
         prop_assert_eq!(err, None);
         for e in &evs {
             if let Ev::Header(h, _) = e {
@@ -425,7 +425,7 @@ proptest! {
         let (mut s, sent) = build_stream(&msgs, 1000, true, markers);
         let i = at.index(s.len());
         s[i] ^= flip;
-        let (evs, err) = run(RxConfig { crc: true, markers, header: HeaderOptions::default() }, &s);
+        let (evs, err) = run(RxConfig { crc: true, markers, header: HeaderOptions::default(), sctp: false }, &s);
         // Either an error, or the corruption landed in a marker's reserved half
         // (still CRC-covered, so never): the stream must not pass unchanged.
         prop_assert!(err.is_some() || reassemble(&evs) != sent, "corruption at {} undetected", i);
@@ -443,7 +443,7 @@ proptest! {
         rfc7306 in any::<bool>(),
         cuts in proptest::collection::vec(any::<proptest::sample::Index>(), 0..8),
     ) {
-        let rx = RxConfig { crc, markers, header: HeaderOptions { rfc7306 } };
+        let rx = RxConfig { crc, markers, header: HeaderOptions { rfc7306 }, sctp: false };
         let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(bytes.len() + 1)).collect();
         cuts.sort_unstable();
         let (_, err) = run_split(rx, &bytes, &cuts);
@@ -473,7 +473,7 @@ proptest! {
     ) {
         let (mut s, _) = build_stream(&msgs, 700, false, markers);
         s.extend_from_slice(&garbage);
-        let mut rx = Receiver::new(RxConfig { crc: false, markers, header: HeaderOptions::default() }, SoftCrc32c::new());
+        let mut rx = Receiver::new(RxConfig { crc: false, markers, header: HeaderOptions::default(), sctp: false }, SoftCrc32c::new());
         let mut rest: &[u8] = &s;
         while !rest.is_empty() {
             match rx.feed(rest) {

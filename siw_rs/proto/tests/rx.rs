@@ -28,16 +28,19 @@ const PLAIN: RxConfig = RxConfig {
     crc: false,
     markers: false,
     header: HeaderOptions { rfc7306: false },
+    sctp: false,
 };
 const CRC: RxConfig = RxConfig {
     crc: true,
     markers: false,
     header: HeaderOptions { rfc7306: false },
+    sctp: false,
 };
 const FULL: RxConfig = RxConfig {
     crc: true,
     markers: true,
     header: HeaderOptions { rfc7306: false },
+    sctp: false,
 };
 
 fn send(msn: u32, len: u32) -> Message {
@@ -644,6 +647,7 @@ fn segmentation_and_reassembly_with_every_option() {
             crc,
             markers,
             header: HeaderOptions::default(),
+            sctp: false,
         };
         let a = data(10_000, 5);
         let b = data(3, 9);

@@ -50,6 +50,7 @@ fn rx_stream_seeds_are_valid_streams() {
             header: HeaderOptions {
                 rfc7306: data[0] & 4 != 0,
             },
+            sctp: false,
         };
         let (evs, err) = run_split(cfg, &data[2..], &[1, 7, 100]);
         assert_eq!(err, None, "{name}");

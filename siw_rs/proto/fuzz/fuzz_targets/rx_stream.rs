@@ -71,6 +71,7 @@ fuzz_target!(|data: &[u8]| {
         crc: data[0] & 1 != 0,
         markers: data[0] & 2 != 0,
         header: HeaderOptions { rfc7306: data[0] & 4 != 0 },
+        sctp: false,
     };
     let stream = &data[2..];
     let whole = run(cfg, stream, 0);

@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
         }
         sent.push((tagged, payload));
     }
-    let cfg = RxConfig { crc, markers, header: HeaderOptions::default() };
+    let cfg = RxConfig { crc, markers, header: HeaderOptions::default(), sctp: false };
     let mut rx = Receiver::new(cfg, SoftCrc32c::new());
     let mut got: Vec<(bool, Vec<u8>)> = Vec::new();
     let mut cur = 0usize;
