@@ -84,6 +84,8 @@ void rust_helper_write_lock_bh(rwlock_t *lock);
 void rust_helper_write_unlock_bh(rwlock_t *lock);
 unsigned int rust_helper_tcp_mss(struct sock *sk);
 u32 rust_helper_tcp_unacked(const struct sock *sk);
+int rust_helper_sk_wmem_queued(const struct sock *sk);
+struct wait_queue_head *rust_helper_sk_sleep(struct sock *sk);
 /* struct sock fields (bindgen gets its layout wrong). */
 struct rust_sk_callbacks {
 	void (*data_ready)(struct sock *sk);

@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Connection endpoints: listeners, and connections from TCP connect through the MPA
-//! exchange to the data path and teardown.
+//! exchange to the data path and teardown; on a `siw_rs_sctp` device, from the SCTP
+//! association through the DDP Stream Session's Initiate and Accept (RFC 5043) instead.
 //!
 //! An [`Ep`] owns one socket and runs as work on siw_rs's workqueue whenever its socket
 //! has news (data, write space, state change) or a user rang the doorbell. Lock order:
 //! an endpoint's `inner`, then its QP's state, then (for listeners) nothing else.
 
 use crate::{
-    device::{Siw, SiwDev},
+    device::{Llp, Siw, SiwDev},
     glue::{
         iov::IoVec,
         net::{
             netdev::NetDev,
-            tcp::{SkCtx, SockAddr, SockEvent, SockEvents, Socket},
+            tcp::{Family, SkCtx, SockAddr, SockEvent, SockEvents, Socket, Transport},
         },
         rdma::{
             cm::{CmEvent, CmId, ConnParam, EventData, RequestCookie},
@@ -27,11 +28,16 @@ use crate::{
         mpa::{
             build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd,
             MpaFrame, MpaHeader, MpaPolicy, MpaReader, Reject, RtrSet, IRD_ORD_LEN, MAX_FRAME_LEN,
-            PD_MAX_SIW, PD_MAX_ULP,
+            PD_MAX_SIW, PD_MAX_ULP, SIW_MAX_IRD_ORD,
+        },
+        sctp::{
+            Control, Function, Phase as SessionPhase, Received, Role, CONTROL_HDR_LEN,
+            MIN_MAX_SEGMENT, PD_MAX as SCTP_PD_MAX, PPID_SESSION_CONTROL,
         },
     },
     qp::{LinkParams, QpCore},
     rx::{self, RxStop},
+    sctp::{SctpFail, SctpLink},
     stats::Counter,
     table::Tables,
     tx::{self, TxStop},
@@ -143,6 +149,8 @@ struct Inner {
     /// A responder holds its first FPDU until the initiator's first message is in, or until
     /// this instant (see [`RESPONDER_HOLD_MS`]).
     tx_hold: Option<Instant<Monotonic>>,
+    /// A connection over SCTP: the DDP Stream Session and the messages coming in.
+    sctp: Option<KBox<SctpLink>>,
 }
 
 /// A connection endpoint (listener or connection).
@@ -383,6 +391,18 @@ impl Ep {
         // The C siw's limit on PD_Length, plus the IRD/ORD word; what the connection
         // manager can carry of it is checked in negotiation (`PD_MAX_ULP`).
         let mpa = KBox::new(MpaReader::new(PD_MAX_SIW + IRD_ORD_LEN), GFP_KERNEL)?;
+        // A connection over SCTP (not a listener): the connecting side is the session's
+        // active one.
+        let sctp = match sock.as_ref().map(Socket::transport) {
+            Some(Transport::Sctp) if phase != Phase::Listen => {
+                Some(SctpLink::new(if phase == Phase::Connecting {
+                    Role::Active
+                } else {
+                    Role::Passive
+                })?)
+            }
+            _ => None,
+        };
         // Listeners and connections nest (a new connection asks its listener for the
         // cm_id to report to), so they get separate lock classes.
         let (name, class) = if phase == Phase::Listen {
@@ -412,6 +432,7 @@ impl Ep {
                     deadline: None,
                     av: None,
                     tx_hold: None,
+                    sctp,
                 }, name, class),
             }),
             GFP_KERNEL,
@@ -489,7 +510,12 @@ impl Ep {
                     return;
                 }
                 Phase::AwaitRequest | Phase::AwaitReply => {
-                    if !self.mpa_step(&mut g) {
+                    let go = if g.sctp.is_some() {
+                        self.sctp_step(&mut g)
+                    } else {
+                        self.mpa_step(&mut g)
+                    };
+                    if !go {
                         return;
                     }
                 }
@@ -605,10 +631,20 @@ impl Ep {
                 return false;
             }
         }
-        let sent = g.sent.as_ref().map(|s| {
-            let f = s.frame();
-            send_frame(g.sock.as_ref(), &f)
-        });
+        let sent = if let Some(sc) = g.sctp.as_deref_mut() {
+            // The DDP Stream Session Initiate, DDP-SSN 0, with the ULP's private data.
+            let c = Control {
+                ssn: sc.tx_ssn.take(),
+                function: Function::Initiate,
+                private_data: &sc.pd,
+            };
+            Some(send_control(g.sock.as_ref(), &c) && sc.session.initiate_sent().is_ok())
+        } else {
+            g.sent.as_ref().map(|s| {
+                let f = s.frame();
+                send_frame(g.sock.as_ref(), &f)
+            })
+        };
         if sent != Some(true) {
             self.connect_failed(g, ECONNRESET);
             return false;
@@ -826,6 +862,173 @@ impl Ep {
         true
     }
 
+    /// Over SCTP: takes the next message of the session setup (the Initiate, or the answer
+    /// to ours); returns true when the phase moved on and processing may continue.
+    fn sctp_step(self: &Arc<Self>, g: &mut Inner) -> bool {
+        let inner = &mut *g;
+        let (Some(sock), Some(sc)) = (inner.sock.as_ref(), inner.sctp.as_deref_mut()) else {
+            return false;
+        };
+        let at = match sc.next(sock) {
+            Ok(Some(at)) => at,
+            Ok(None) => {
+                if sock.alive().is_err() {
+                    self.close_locked(g, How::Error);
+                }
+                return false;
+            }
+            Err(f) => {
+                self.sctp_failed(g, f);
+                return false;
+            }
+        };
+        // What came, with its private data copied out of the buffer.
+        let (session, ppid, msg) = sc.message(at);
+        let mut pd = [0u8; SCTP_PD_MAX];
+        let r = session.receive(ppid, msg).map(|r| {
+            let (kind, data): (u8, &[u8]) = match r {
+                Received::Initiate(d) => (0, d),
+                Received::Accepted(d) => (1, d),
+                Received::Rejected(d) => (2, d),
+                Received::Terminated => (3, &[]),
+                Received::Segment(_) => (4, &[]),
+            };
+            let n = data.len().min(pd.len());
+            pd[..n].copy_from_slice(&data[..n]);
+            (kind, n)
+        });
+        sc.consume(at);
+        match r {
+            Ok((0, n)) => {
+                self.got_sctp_request(g, &pd[..n]);
+                false
+            }
+            Ok((1, n)) => self.got_sctp_accept(g, &pd[..n]),
+            Ok((2, n)) => {
+                self.tables.count(Counter::ConnectionsRefused);
+                let n = n.min(PD_MAX_ULP);
+                self.report_reply(
+                    g,
+                    &EventData {
+                        status: ECONNREFUSED.to_errno(),
+                        private_data: &pd[..n],
+                        ..Default::default()
+                    },
+                );
+                self.close_locked(g, How::Error);
+                false
+            }
+            Ok(_) => {
+                self.close_locked(g, How::Error);
+                false
+            }
+            Err(e) => {
+                self.sctp_failed(g, SctpFail::Session(e));
+                false
+            }
+        }
+    }
+
+    /// The adaptation layer gives up on the connection: an association that is not a DDP
+    /// one is aborted without a word; anything else ends with the session's Terminate.
+    fn sctp_failed(self: &Arc<Self>, g: &mut Inner, f: SctpFail) {
+        pr_debug!("siw_rs: sctp: {:?}\n", f);
+        if let Some(sc) = g.sctp.as_deref_mut() {
+            if f == SctpFail::NotDdp {
+                sc.abort = true;
+            }
+        }
+        self.close_locked(g, How::Error);
+    }
+
+    /// Passive side: the Initiate is in; tell the connection manager. RFC 5043 carries no
+    /// IRD or ORD: each end serves as many of the peer's Reads as it can at all
+    /// ([`SIW_MAX_IRD_ORD`]), so whatever ORD the peer's ULP chose is within it, and the
+    /// request offers that many each way.
+    fn got_sctp_request(self: &Arc<Self>, g: &mut Inner, pd: &[u8]) {
+        // More than the connection manager can carry.
+        if pd.len() > PD_MAX_ULP {
+            self.close_locked(g, How::Error);
+            return;
+        }
+        let Some(listener) = g.listener.take() else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        let cm = {
+            let lg = listener.inner.lock();
+            if lg.phase != Phase::Listen {
+                None
+            } else {
+                lg.cm.clone()
+            }
+        };
+        let Some(cm) = cm else {
+            self.close_locked(g, How::Error);
+            return;
+        };
+        g.phase = Phase::Requested;
+        let d = EventData {
+            status: 0,
+            private_data: pd,
+            ird: clamp_u8(SIW_MAX_IRD_ORD),
+            ord: clamp_u8(SIW_MAX_IRD_ORD),
+        };
+        if self
+            .tables
+            .insert_request(self.cookie, self.clone())
+            .is_err()
+        {
+            self.close_locked(g, How::Error);
+            return;
+        }
+        let Some(sock) = g.sock.as_ref() else {
+            return;
+        };
+        match cm.connect_request(sock.addrs(), &d, self.cookie) {
+            Ok(()) => self.set_deadline(g, ACCEPT_TIMEOUT_MS),
+            Err(e) => {
+                pr_warn!(
+                    "siw_rs: connection manager refused a connect request: {:?}\n",
+                    e
+                );
+                self.close_locked(g, How::Error);
+            }
+        }
+    }
+
+    /// Active side: the Accept is in; the QP goes to RTS and the connection manager hears.
+    fn got_sctp_accept(self: &Arc<Self>, g: &mut Inner, pd: &[u8]) -> bool {
+        let Some((ord, max_segment)) = g.sctp.as_deref().map(|s| (s.ord, s.max_segment)) else {
+            return false;
+        };
+        if pd.len() > PD_MAX_ULP {
+            self.close_locked(g, How::Error);
+            return false;
+        }
+        let params = LinkParams::sctp(SIW_MAX_IRD_ORD, ord, max_segment);
+        let ok = match g.qp.as_ref() {
+            Some(qp) => qp.connected(&mut qp.lock(), self.clone(), params).is_ok(),
+            None => false,
+        };
+        let d = if ok {
+            EventData {
+                status: 0,
+                private_data: pd,
+                ird: clamp_u8(SIW_MAX_IRD_ORD),
+                ord: clamp_u8(ord),
+            }
+        } else {
+            EventData::failed(ECONNRESET)
+        };
+        if !self.report_reply(g, &d) {
+            self.close_locked(g, How::Error);
+            return false;
+        }
+        g.phase = Phase::Established;
+        true
+    }
+
     /// The connection's local and remote addresses, while it has a socket.
     pub(crate) fn addrs(&self) -> Option<(SockAddr, SockAddr)> {
         self.inner.lock().sock.as_ref().map(Socket::addrs)
@@ -862,11 +1065,14 @@ impl Ep {
     /// The data path: receive what arrived (if `rx`), send what is queued, notice the peer
     /// leaving.
     fn data(self: &Arc<Self>, g: &mut Inner, rx: bool) {
-        let (Some(sock), Some(qp)) = (g.sock.as_ref(), g.qp.clone()) else {
+        let inner = &mut *g;
+        let (Some(sock), Some(qp)) = (inner.sock.as_ref(), inner.qp.clone()) else {
             return;
         };
+        let mut sctp = inner.sctp.as_deref_mut();
         let mut how = None;
         let mut again = false;
+        let mut fail = None;
         {
             let mut st = qp.lock();
             if !st.ep().is_some_and(|e| Arc::ptr_eq(e, self)) {
@@ -876,7 +1082,18 @@ impl Ep {
             let mut stop = None;
             // After an error the receiver takes nothing more, so the read stops at the next
             // piece (an error at the very end of one piece consumed it whole).
-            let r = if rx {
+            let r = if !rx {
+                Ok(0)
+            } else if let Some(sc) = sctp.as_deref_mut() {
+                match sctp_rx(sc, sock, &qp, &mut st) {
+                    SctpRx::Idle => {}
+                    SctpRx::More => again = true,
+                    SctpRx::PeerEnded => how = Some(How::Peer),
+                    SctpRx::Stop(s) => stop = Some(s),
+                    SctpRx::Fail(f) => fail = Some(f),
+                }
+                Ok(0)
+            } else {
                 sock.read(&mut |buf| {
                     let (n, s) = rx::feed(&qp, &mut st, buf);
                     if s.is_some() {
@@ -884,8 +1101,6 @@ impl Ep {
                     }
                     n
                 })
-            } else {
-                Ok(0)
             };
             match &stop {
                 Some(RxStop::Term(e)) => pr_debug!("siw_rs: rx term {:?}\n", e),
@@ -905,21 +1120,26 @@ impl Ep {
                         link.tx.terminate(e, &raw[..n]);
                     }
                     // Best effort: send it now, then close.
-                    let _ = tx::run(&qp, &mut st, sock);
+                    let _ = tx::run(
+                        &qp,
+                        &mut st,
+                        sock,
+                        sctp.as_deref_mut().map(|s| &mut s.tx_ssn),
+                    );
                     how = Some(How::Error);
                 }
                 Some(RxStop::PeerTerminated) => how = Some(How::Error),
-                None if r.is_err() => how = Some(How::Error),
+                None if r.is_err() || fail.is_some() => how = Some(How::Error),
                 None => {}
             }
-            if let Some(until) = g.tx_hold {
+            if let Some(until) = inner.tx_hold {
                 let heard = st.link().is_some_and(|l| l.rx.messages > 0);
                 if heard || (until - Instant::now()).as_millis_ceil() <= 0 {
-                    g.tx_hold = None;
+                    inner.tx_hold = None;
                 }
             }
-            if how.is_none() && g.tx_hold.is_none() {
-                match tx::run(&qp, &mut st, sock) {
+            if how.is_none() && inner.tx_hold.is_none() {
+                match tx::run(&qp, &mut st, sock, sctp.map(|s| &mut s.tx_ssn)) {
                     Ok(tx::Ran::Idle) => {}
                     Ok(tx::Ran::Yield) => again = true,
                     Err(TxStop::Terminated) => how = Some(How::Error),
@@ -933,7 +1153,9 @@ impl Ep {
         if how.is_none() && sock.alive().is_err() {
             how = Some(How::Peer);
         }
-        if let Some(h) = how {
+        if let Some(f) = fail {
+            self.sctp_failed(g, f);
+        } else if let Some(h) = how {
             self.close_locked(g, h);
         } else if again {
             // Queued behind the work already waiting on this workqueue.
@@ -949,6 +1171,19 @@ impl Ep {
         }
         pr_debug!("siw_rs: close {:?} how {}\n", prev, how as u8);
         g.phase = Phase::Closed;
+        // Over SCTP an open session ends with our DDP Stream Session Terminate, in its turn
+        // after our last segment (RFC 5043 section 6.2), unless the association is aborted.
+        let term_ssn = g
+            .sctp
+            .as_deref_mut()
+            .filter(|s| {
+                !s.abort
+                    && matches!(
+                        s.session.phase(),
+                        SessionPhase::Open | SessionPhase::PeerTerminated
+                    )
+            })
+            .map(|s| s.tx_ssn.take());
         if let Some(qp) = g.qp.take() {
             let mut st = qp.lock();
             let ours = st.ep().is_none_or(|e| Arc::ptr_eq(e, self));
@@ -975,7 +1210,19 @@ impl Ep {
         }
         if let Some(sock) = g.sock.take() {
             sock.detach(&**self);
-            sock.shutdown();
+            if let Some(ssn) = term_ssn {
+                let c = Control {
+                    ssn,
+                    function: Function::Terminate,
+                    private_data: &[],
+                };
+                send_control(Some(&sock), &c);
+            }
+            if g.sctp.as_deref().is_some_and(|s| s.abort) {
+                sock.abort_on_release();
+            } else {
+                sock.shutdown();
+            }
             drop(sock);
         }
         drop(g.listener.take());
@@ -1298,6 +1545,86 @@ fn send_frame(sock: Option<&Socket>, f: &MpaFrame<'_>) -> bool {
     matches!(sock.send(&[IoVec::new(b)], 0, true, false), Ok(k) if k == n)
 }
 
+/// What one pass over an SCTP connection's incoming messages found.
+enum SctpRx {
+    /// All in-order messages taken.
+    Idle,
+    /// [`crate::sctp::RX_BURST`] taken; more may wait.
+    More,
+    /// The peer's DDP Stream Session Terminate came, in its turn.
+    PeerEnded,
+    /// The receive engine stopped (a Terminate to send, or the peer's RDMAP Terminate).
+    Stop(RxStop),
+    /// The adaptation layer gives up.
+    Fail(SctpFail),
+}
+
+/// Takes an open session's messages in DDP-SSN order into the receive engine.
+fn sctp_rx(sc: &mut SctpLink, sock: &Socket, qp: &QpCore, st: &mut crate::qp::QpState) -> SctpRx {
+    for _ in 0..crate::sctp::RX_BURST {
+        let at = match sc.next(sock) {
+            Ok(Some(at)) => at,
+            Ok(None) => return SctpRx::Idle,
+            Err(f) => return SctpRx::Fail(f),
+        };
+        let (session, ppid, msg) = sc.message(at);
+        let r = match session.receive(ppid, msg) {
+            Ok(Received::Segment(_)) => rx::feed_message(qp, st, msg).map(SctpRx::Stop),
+            Ok(Received::Terminated) => Some(SctpRx::PeerEnded),
+            // Session setup messages in an open session: `receive` refuses them.
+            Ok(_) => Some(SctpRx::Fail(SctpFail::Session(
+                crate::proto::sctp::SctpError::OutOfSequence,
+            ))),
+            Err(e) => Some(SctpRx::Fail(SctpFail::Session(e))),
+        };
+        sc.consume(at);
+        if let Some(r) = r {
+            return r;
+        }
+    }
+    SctpRx::More
+}
+
+/// Sends a DDP Stream Session Control message (never blocking: the session's few control
+/// messages go where the send buffer is empty or nearly).
+fn send_control(sock: Option<&Socket>, c: &Control<'_>) -> bool {
+    let Some(sock) = sock else {
+        return false;
+    };
+    let mut buf = [0u8; CONTROL_HDR_LEN + SCTP_PD_MAX];
+    let Ok(n) = c.encode(&mut buf) else {
+        return false;
+    };
+    let Some(b) = buf.get(..n) else {
+        return false;
+    };
+    sock.send_message(&[IoVec::new(b)], PPID_SESSION_CONTROL)
+        .is_ok_and(|k| k == n)
+}
+
+/// The largest DDP segment to send over SCTP from `dev` (RFC 5043 section 9): what fits in
+/// one packet of the netdev's MTU after the IP, SCTP common and DATA chunk headers and the
+/// DDP-SSN, less room for a SACK chunk bundled with it; at least the RFC's minimum.
+fn sctp_max_segment(dev: &Device<Siw>, family: Family) -> u16 {
+    let ip = match family {
+        Family::Inet => 20,
+        Family::Inet6 => 40,
+    };
+    let mtu = dev.with_netdev(|nd| nd.mtu()).unwrap_or(1500);
+    let seg = mtu.saturating_sub(ip + 12 + 16 + 2 + 16);
+    let seg = (seg as usize).clamp(MIN_MAX_SEGMENT, crate::sctp::MAX_SEGMENT);
+    u16::try_from(seg).unwrap_or(u16::MAX)
+}
+
+/// The transport of `dev`'s connections.
+fn transport_of(dev: &Device<Siw>) -> Transport {
+    let d: &SiwDev = dev.data();
+    match d.llp {
+        Llp::Mpa => Transport::Tcp,
+        Llp::Sctp => Transport::Sctp,
+    }
+}
+
 /// The socket for a connection from `cm`'s local to its remote address, and that remote
 /// address: bound first, as the C siw does, so the ULP's source address and port hold. Made
 /// in the namespace of `dev`'s netdev, where that address is; the C siw makes it in the
@@ -1309,7 +1636,8 @@ fn connect_socket(dev: &Device<Siw>, cm: &CmId) -> Result<(Socket, SockAddr)> {
     if raddr.family() != Some(family) {
         return Err(EINVAL);
     }
-    let s = dev.with_netdev(|nd| Socket::new_tcp_in(nd, family, cm.afonly()))??;
+    let t = transport_of(dev);
+    let s = dev.with_netdev(|nd| Socket::new_stream_in(t, nd, family, cm.afonly()))??;
     s.bind(&laddr)?;
     Ok((s, raddr))
 }
@@ -1322,7 +1650,8 @@ fn connect_socket(dev: &Device<Siw>, cm: &CmId) -> Result<(Socket, SockAddr)> {
 /// (which the C siw does, making wildcard listens across namespaces collide).
 fn listen_socket(dev: &Device<Siw>, cm: &CmId, backlog: i32) -> Result<Option<Socket>> {
     let laddr = cm.local_addr();
-    let s = Socket::new_tcp(laddr.family().ok_or(EAFNOSUPPORT)?, cm.afonly())?;
+    let family = laddr.family().ok_or(EAFNOSUPPORT)?;
+    let s = Socket::new_stream(transport_of(dev), family, cm.afonly())?;
     if laddr.is_any() {
         let ifindex = dev.with_netdev(|nd| s.in_netns_of(nd).then(|| nd.ifindex()))?;
         let Some(ifindex) = ifindex else {
@@ -1341,10 +1670,15 @@ fn listen_socket(dev: &Device<Siw>, cm: &CmId, backlog: i32) -> Result<Option<So
 pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result {
     let d: &SiwDev = dev.data();
     let qp = d.tables.qp(p.qpn).ok_or(EINVAL)?;
-    if p.private_data.len() > PD_MAX_SIW {
+    let pd_max = match d.llp {
+        Llp::Mpa => PD_MAX_SIW,
+        Llp::Sctp => SCTP_PD_MAX,
+    };
+    if p.private_data.len() > pd_max {
         return Err(EINVAL);
     }
     let (s, raddr) = connect_socket(dev, &cm)?;
+    let family = raddr.family().ok_or(EINVAL)?;
     let ep = Ep::new(d.tables.clone(), Kind::Cm, Phase::Connecting, Some(s), None)?;
     let mut pol = policy(p.ird, p.ord);
     initiator_p2p(&mut pol);
@@ -1352,6 +1686,12 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
     let mut private_data = KVec::new();
     private_data.extend_from_slice(p.private_data, GFP_KERNEL)?;
     let mut g = ep.inner.lock();
+    if let Some(sc) = g.sctp.as_deref_mut() {
+        // The Initiate carries the private data alone: nothing to negotiate over SCTP.
+        sc.pd = core::mem::take(&mut private_data);
+        sc.ord = pol.ord;
+        sc.max_segment = sctp_max_segment(dev, family);
+    }
     {
         let mut st = qp.lock();
         if st.ep().is_some() {
@@ -1407,6 +1747,9 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnPa
     if g.phase != Phase::Requested {
         return Err(ECONNRESET);
     }
+    if g.sctp.is_some() {
+        return accept_sctp(dev, &ep, &mut g, cm, qp, p);
+    }
     let mut pol = policy(p.ird, p.ord);
     responder_p2p(&mut pol);
     let acc = match g.mpa.frame().ok().map(|f| negotiate_responder(&pol, &f)) {
@@ -1454,6 +1797,62 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnPa
     Ok(())
 }
 
+/// `iw_accept` of a request over SCTP: the QP goes to RTS, then the DDP Stream Session
+/// Accept (DDP-SSN 0) carries the ULP's private data.
+fn accept_sctp(
+    dev: &Device<Siw>,
+    ep: &Arc<Ep>,
+    g: &mut Inner,
+    cm: CmId,
+    qp: Arc<QpCore>,
+    p: &ConnParam<'_>,
+) -> Result {
+    if p.private_data.len() > SCTP_PD_MAX {
+        ep.close_locked(g, How::Error);
+        return Err(EINVAL);
+    }
+    let family = g
+        .sock
+        .as_ref()
+        .and_then(|s| s.addrs().1.family())
+        .unwrap_or(Family::Inet);
+    let ord = u16::try_from(p.ord)
+        .unwrap_or(u16::MAX)
+        .min(SIW_MAX_IRD_ORD);
+    let params = LinkParams::sctp(SIW_MAX_IRD_ORD, ord, sctp_max_segment(dev, family));
+    {
+        let mut st = qp.lock();
+        if st.ep().is_some() || qp.connected(&mut st, ep.clone(), params).is_err() {
+            drop(st);
+            ep.close_locked(g, How::Error);
+            return Err(EINVAL);
+        }
+    }
+    g.qp = Some(qp);
+    let ssn = g
+        .sctp
+        .as_deref_mut()
+        .and_then(|sc| sc.session.answered(true).ok().map(|()| sc.tx_ssn.take()));
+    let sent = ssn.is_some_and(|ssn| {
+        let c = Control {
+            ssn,
+            function: Function::Accept,
+            private_data: p.private_data,
+        };
+        send_control(g.sock.as_ref(), &c)
+    });
+    if !sent {
+        ep.close_locked(g, How::Error);
+        return Err(ECONNRESET);
+    }
+    g.phase = Phase::Established;
+    notify(&cm, CmEvent::Established);
+    g.cm = Some(cm);
+    g.deadline = None;
+    ep.kick();
+    Ok(())
+}
+
 /// `iw_reject`.
 pub(crate) fn reject(dev: &Device<Siw>, req: RequestCookie, private_data: &[u8]) {
     let d: &SiwDev = dev.data();
@@ -1461,7 +1860,19 @@ pub(crate) fn reject(dev: &Device<Siw>, req: RequestCookie, private_data: &[u8])
         return;
     };
     let mut g = ep.inner.lock();
-    if g.phase == Phase::Requested {
+    if g.phase == Phase::Requested && g.sctp.is_some() {
+        // The DDP Stream Session Reject, at the ULP's word (RFC 5043 section 6.3).
+        d.tables.count(Counter::ConnectionsRefused);
+        if let Some(sc) = g.sctp.as_deref_mut() {
+            let _ = sc.session.answered(false);
+            let c = Control {
+                ssn: sc.tx_ssn.take(),
+                function: Function::Reject,
+                private_data: &private_data[..private_data.len().min(SCTP_PD_MAX)],
+            };
+            send_control(g.sock.as_ref(), &c);
+        }
+    } else if g.phase == Phase::Requested {
         if let Ok(frame) = g.mpa.frame() {
             send_reject(
                 &d.tables,
@@ -1521,6 +1932,10 @@ pub(crate) fn av_listen(nd: &NetDev, tables: Arc<Tables>, gid: &[u8; 16]) -> Res
 /// [`av_start`].
 pub(crate) fn av_prepare(dev: &Device<Siw>, local: End, remote: End, ird: u16) -> Result<Arc<Ep>> {
     let d: &SiwDev = dev.data();
+    // siw_rs-private TCP connections: none from a device whose connections run over SCTP.
+    if d.llp != Llp::Mpa {
+        return Err(EOPNOTSUPP);
+    }
     let (from, to, sock) = dev.with_netdev(|nd| -> Result<_> {
         let from = sockaddr_of(&local.gid, 0, nd).ok_or(EINVAL)?;
         let to = sockaddr_of(&remote.gid, av_port(), nd).ok_or(EINVAL)?;
@@ -1528,7 +1943,11 @@ pub(crate) fn av_prepare(dev: &Device<Siw>, local: End, remote: End, ird: u16) -
         if to.family() != Some(family) {
             return Err(EINVAL);
         }
-        Ok((from, to, Socket::new_tcp_in(nd, family, true)?))
+        Ok((
+            from,
+            to,
+            Socket::new_stream_in(Transport::Tcp, nd, family, true)?,
+        ))
     })??;
     let ep = Ep::new(d.tables.clone(), Kind::Av, Phase::Backoff, Some(sock), None)?;
     {

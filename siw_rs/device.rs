@@ -98,6 +98,22 @@ static NEXT_PART_ID: AtomicU32 = AtomicU32::new(1);
 /// The siw_rs driver.
 pub(crate) struct Siw;
 
+/// The link variant of `type siw_rs` (and `type siw`): connections over TCP with MPA.
+pub(crate) const LINK_TCP: u8 = 0;
+/// The link variant of `type siw_rs_sctp` ([`SCTP_LINK_TYPE`]): DDP over SCTP.
+pub(crate) const LINK_SCTP: u8 = 1;
+/// The link type of devices whose connections run over SCTP (RFC 5043).
+pub(crate) const SCTP_LINK_TYPE: &CStr = c"siw_rs_sctp";
+
+/// The lower layer under DDP on a device's connections, chosen per device by its link type.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Llp {
+    /// TCP with MPA framing (RFC 5044): what the C siw speaks.
+    Mpa,
+    /// SCTP, one association per connection (RFC 5043).
+    Sctp,
+}
+
 /// Per-device state.
 pub(crate) struct SiwDev {
     /// The netdev's MAC (or a random one): the node GUID, and GID 0 (bytes 0..6).
@@ -113,6 +129,8 @@ pub(crate) struct SiwDev {
     pub(crate) counts: Arc<Counts>,
     /// QP and MR lookup.
     pub(crate) tables: Arc<crate::table::Tables>,
+    /// The lower layer of its connections.
+    pub(crate) llp: Llp,
 }
 
 /// Per-process (user context) state.
@@ -137,7 +155,7 @@ fn eui64_of_mac(mac: &[u8; ETH_ALEN]) -> [u8; 8] {
 impl Link for Siw {
     const TYPE: &'static CStr = c"siw_rs";
 
-    fn newlink(name: &CStr, netdev: &NetDev) -> Result {
+    fn newlink(name: &CStr, netdev: &NetDev, variant: u8) -> Result {
         // The C siw accepts these link types (`siw_dev_qualified`), loopback included.
         match netdev.link_type() {
             LinkType::Ether | LinkType::Ieee802 | LinkType::None | LinkType::Loopback => {}
@@ -152,13 +170,19 @@ impl Link for Siw {
         }
         let raw_gid = netdev.hw_addr().unwrap_or_else(netdev::random_mac);
         let tables = crate::table::Tables::new()?;
+        let llp = if variant == LINK_SCTP {
+            Llp::Sctp
+        } else {
+            Llp::Mpa
+        };
         let data = SiwDev {
             raw_gid,
-            gids: Gids::new(mac_gid(&raw_gid), netdev, tables.clone())?,
+            gids: Gids::new(mac_gid(&raw_gid), netdev, tables.clone(), llp == Llp::Mpa)?,
             netdev: netdev.id(),
             part_id: NEXT_PART_ID.fetch_add(1, Ordering::Relaxed),
             counts: Arc::new(Counts::default(), GFP_KERNEL)?,
             tables,
+            llp,
         };
         let info = DeviceInfo {
             node_guid: eui64_of_mac(&raw_gid),

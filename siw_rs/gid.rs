@@ -78,6 +78,9 @@ struct Inner {
     listeners: KVec<(Gid, Arc<Ep>)>,
     /// The netdev is going away: no more listeners.
     dead: bool,
+    /// The device serves connections made by `modify_qp` (not over SCTP: they are
+    /// siw_rs-private TCP connections).
+    av: bool,
 }
 
 impl_has_work! {
@@ -128,7 +131,7 @@ impl Inner {
                 cm::destroy_listen(e.0 .1);
             }
         }
-        if self.dead || !cm::av_enabled() {
+        if self.dead || !self.av || !cm::av_enabled() {
             return stale;
         }
         for a in self.slots {
@@ -167,12 +170,19 @@ fn close_all(listeners: KVec<(Gid, Arc<Ep>)>) {
 }
 
 impl Gids {
-    /// The table of a new device on `nd`, whose entry 0 is `mac_gid`, with its listeners.
-    pub(crate) fn new(mac_gid: Gid, nd: &NetDev, tables: Arc<Tables>) -> Result<Arc<Self>> {
+    /// The table of a new device on `nd`, whose entry 0 is `mac_gid`, with its listeners (if
+    /// `av`: connections made by `modify_qp` are served).
+    pub(crate) fn new(
+        mac_gid: Gid,
+        nd: &NetDev,
+        tables: Arc<Tables>,
+        av: bool,
+    ) -> Result<Arc<Self>> {
         let mut inner = Inner {
             slots: [None; SLOTS],
             listeners: KVec::new(),
             dead: false,
+            av,
         };
         let (addrs, n) = read_addrs(nd);
         gidconn::update_slots(&mut inner.slots, addrs.get(..n).unwrap_or(&[]));

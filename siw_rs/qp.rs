@@ -167,6 +167,9 @@ pub(crate) struct LinkParams {
     /// Both ends speak RFC 7306 (siw_rs's MPA offer and answer): its messages may be sent
     /// and are accepted.
     pub(crate) rfc7306: bool,
+    /// DDP over SCTP (RFC 5043): the largest DDP segment to send (its DDP-SSN not counted).
+    /// `None`: TCP with MPA.
+    pub(crate) sctp: Option<u16>,
 }
 
 impl LinkParams {
@@ -181,6 +184,25 @@ impl LinkParams {
             markers_tx: a.markers_tx,
             markers_rx: a.markers_rx,
             rfc7306: a.rfc7306,
+            sctp: None,
+        }
+    }
+
+    /// The parameters of a connection over SCTP (RFC 5043), which negotiates nothing: no
+    /// MPA options, no RFC 7306 (siw_rs offers it in MPA only); `ord` Reads of ours at a
+    /// time, `ird` of the peer's (RFC 5043 carries no IRD or ORD: see `cm.rs`), DDP
+    /// segments of at most `max_segment` octets.
+    pub(crate) fn sctp(ird: u16, ord: u16, max_segment: u16) -> Self {
+        Self {
+            revision: 0,
+            crc: false,
+            ird,
+            ord,
+            gso: false,
+            markers_tx: false,
+            markers_rx: false,
+            rfc7306: false,
+            sctp: Some(max_segment),
         }
     }
 }
@@ -1403,7 +1425,7 @@ impl QpCore {
             Link {
                 params,
                 rx: RxState::new(params)?,
-                tx: TxState::new(params.ird, params.ord, params.markers_tx)?,
+                tx: TxState::new(&params)?,
                 watch: ReadWatch::default(),
             },
             GFP_KERNEL,

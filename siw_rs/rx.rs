@@ -79,6 +79,7 @@ impl RxState {
                     crc: p.crc,
                     markers: p.markers_rx,
                     header: HeaderOptions { rfc7306: p.rfc7306 },
+                    sctp: p.sctp.is_some(),
                 },
                 KernelCrc::new(),
             ),
@@ -162,14 +163,42 @@ pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
     (n, stop)
 }
 
+/// DDP over SCTP: feeds one whole message (DDP-SSN first) holding a DDP segment; the
+/// session layer found it the next one in order. Returns why receiving must stop, if it
+/// must.
+pub(crate) fn feed_message(qp: &QpCore, st: &mut QpState, msg: &[u8]) -> Option<RxStop> {
+    let link = st.link_mut()?;
+    if link.rx.stopped {
+        return None;
+    }
+    let len = msg.len().saturating_sub(crate::proto::sctp::SSN_LEN);
+    if let Err(e) = link.rx.recv.start_segment(len) {
+        link.rx.stopped = true;
+        return Some(RxStop::Term(e));
+    }
+    let (n, stop) = feed(qp, st, msg);
+    if stop.is_none() && n != msg.len() {
+        // A whole message makes a whole segment: anything else is our own bug.
+        if let Some(link) = st.link_mut() {
+            link.rx.stopped = true;
+        }
+        return Some(RxStop::Term(TermError::LlpLocalCatastrophic));
+    }
+    stop
+}
+
 fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
     let mut pos = 0usize;
-    while pos < buf.len() {
+    loop {
         let Some(link) = st.link_mut() else {
             return (pos, None);
         };
         if link.rx.stopped {
             return (pos, None);
+        }
+        // Over SCTP a segment ends with its last payload octet: its end comes without input.
+        if pos >= buf.len() && !link.rx.recv.end_due() {
+            break;
         }
         let rest = buf.get(pos..).unwrap_or(&[]);
         let step = match link.rx.recv.feed(rest) {

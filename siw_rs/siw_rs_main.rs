@@ -47,6 +47,9 @@ mod qp;
 mod queue;
 #[forbid(unsafe_code)]
 mod rx;
+/// The receive side of DDP over SCTP (RFC 5043): message order, the Adaptation Indication.
+#[forbid(unsafe_code)]
+mod sctp;
 #[forbid(unsafe_code)]
 mod srq;
 #[forbid(unsafe_code)]
@@ -122,6 +125,10 @@ struct SiwRs {
     /// `rdma link add ... type siw` too, with `siw_link=1` (see [`siw_link_type`]).
     #[pin]
     siw_link: glue::rdma::link::Registration<device::Siw>,
+    /// `rdma link add ... type siw_rs_sctp`: devices whose connections run over SCTP
+    /// (RFC 5043) instead of TCP and MPA.
+    #[pin]
+    sctp_link: glue::rdma::link::Registration<device::Siw>,
     /// The netdev notifier, which unregisters a device when its netdev goes away.
     #[pin]
     notifier: glue::net::netdev::NotifierRegistration<device::Siw>,
@@ -145,7 +152,14 @@ impl kernel::InPlaceModule for SiwRs {
             notifier <- glue::net::netdev::NotifierRegistration::new(),
             addrs <- glue::net::netdev::AddrNotifierRegistration::new(),
             link <- glue::rdma::link::Registration::new(),
-            siw_link <- glue::rdma::link::Registration::with_type(c"siw", siw_link_type()),
+            siw_link <- glue::rdma::link::Registration::with_type::<{ device::LINK_TCP }>(
+                c"siw",
+                siw_link_type(),
+            ),
+            sctp_link <- glue::rdma::link::Registration::with_type::<{ device::LINK_SCTP }>(
+                device::SCTP_LINK_TYPE,
+                true,
+            ),
         })
     }
 }

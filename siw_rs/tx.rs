@@ -7,6 +7,9 @@
 //! copying the payload: the pieces point into the registered pages (or the inline data).
 //! Sends never block: when TCP's buffer is full, the FPDU stays half sent and the socket's
 //! write-space callback brings the work back.
+//!
+//! Over SCTP (RFC 5043) each FPDU is a DDP segment: its DDP-SSN stands where MPA has its
+//! length field, no pad or CRC follows, and it goes to SCTP as one whole message (copied).
 
 use crate::{
     cq::Completion,
@@ -27,9 +30,10 @@ use crate::{
             build_terminate, AtomicRequest, AtomicResponse, Opcode, RdmapHdr, ReadRequest,
             AOP_CMP_SWAP, AOP_FETCH_ADD, ATOMIC_LEN, MAX_HDR_LEN,
         },
+        sctp::{SsnCounter, PPID_DDP_SEGMENT},
         segment::{Message, SegmentError, Segmenter, Target},
     },
-    qp::{sq_completion, QpCore, QpState, OK},
+    qp::{sq_completion, LinkParams, QpCore, QpState, OK},
     queue::{AtomicWqe, RegMrWqe, Sqe, SQE_IMM, SQE_INLINE, WQE_FLAGS},
     stats::Counter,
 };
@@ -276,8 +280,10 @@ pub(crate) enum TxStop {
 }
 
 impl TxState {
-    /// An idle engine for a connection with IRD/ORD limits, inserting markers if `markers`.
-    pub(crate) fn new(ird: u16, ord: u16, markers: bool) -> Result<Self> {
+    /// An idle engine for a connection with `p`'s IRD/ORD limits, inserting markers if the
+    /// peer asked for them.
+    pub(crate) fn new(p: &LinkParams) -> Result<Self> {
+        let (ird, ord, markers) = (p.ird, p.ord, p.markers_tx);
         Ok(Self {
             active: None,
             fpdu: None,
@@ -353,8 +359,15 @@ pub(crate) enum Ran {
 }
 
 /// Runs the engine until it has nothing to send, TCP's buffer is full, or a burst of send
-/// queue elements is done.
-pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, TxStop> {
+/// queue elements is done. Over SCTP, `ssn` hands out the DDP-SSNs of the connection's
+/// messages (RFC 5043 section 5.2.1; the connection manager's Session Control messages
+/// take theirs from it too).
+pub(crate) fn run(
+    qp: &QpCore,
+    st: &mut QpState,
+    sock: &Socket,
+    mut ssn: Option<&mut SsnCounter>,
+) -> Result<Ran, TxStop> {
     let mut burst = 0u32;
     loop {
         let Some(link) = st.link_mut() else {
@@ -362,11 +375,17 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
         };
         let crc = link.params.crc;
         let gso = link.params.gso;
+        let sctp = link.params.sctp;
         let tx = &mut link.tx;
         if let Some(f) = tx.fpdu.as_mut() {
             let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
             let mut iov = [IoVec::new(&[]); MAX_IOV];
             let mut n = 0usize;
+            // Over SCTP the DDP-SSN this message gets, should SCTP take it.
+            let next_ssn = ssn.as_deref().map(SsnCounter::peek);
+            if let (Some(s), Some(l)) = (next_ssn, f.hdr.get_mut(..2)) {
+                l.copy_from_slice(&s.to_be_bytes());
+            }
             if f.staged {
                 let m = tx.marked.as_ref().ok_or(TxStop::Failed)?;
                 push(
@@ -389,10 +408,19 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                     IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
                 )?;
             }
-            match sock.send(iov.get(..n).unwrap_or(&[]), f.sent, false, false) {
+            let r = if next_ssn.is_some() {
+                sock.send_message(iov.get(..n).unwrap_or(&[]), PPID_DDP_SEGMENT)
+            } else {
+                sock.send(iov.get(..n).unwrap_or(&[]), f.sent, false, false)
+            };
+            match r {
                 Ok(k) => f.sent = f.sent.saturating_add(k),
                 Err(e) if e == EAGAIN => return Ok(Ran::Idle),
                 Err(_) => return Err(TxStop::Failed),
+            }
+            if f.sent >= f.total {
+                // Taken now that SCTP took the message: one not sent leaves no gap.
+                let _ = ssn.as_deref_mut().map(SsnCounter::take);
             }
             if f.sent < f.total {
                 // TCP's buffer is full; the write-space callback resumes us.
@@ -468,7 +496,11 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
                 })?;
                 c.update(&[0u8; 4][..seg.pad]);
             }
-            let (t, tl) = trailer(seg.pad, if crc { c.value() } else { 0 });
+            let (t, tl) = if sctp.is_some() {
+                ([0; 7], 0)
+            } else {
+                trailer(seg.pad, if crc { c.value() } else { 0 })
+            };
             f.trailer = t;
             f.tr_len = tl;
             f.total = f.hdr_len + f.pay_len as usize + tl;
@@ -480,13 +512,15 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             n => n.clamp(256, MAX_FPDU),
         };
         // With GSO_EXP agreed an FPDU may span TCP segments: as long as the limit allows.
-        let mss = if gso {
+        let mss = if gso || sctp.is_some() {
             limit
         } else {
             sock.mss().clamp(256, limit)
         };
         let marked = tx.marked.is_some();
-        let mul = if marked {
+        let mul = if let Some(max) = sctp {
+            max
+        } else if marked {
             mulpdu(mss.min(MARKED_FPDU), true)
         } else {
             mulpdu(mss, false)
@@ -510,7 +544,11 @@ pub(crate) fn run(qp: &QpCore, st: &mut QpState, sock: &Socket) -> Result<Ran, T
             let mut c = KernelCrc::new();
             c.update(hdr.get(..hdr_len).unwrap_or(&[]));
             c.update(&[0u8; 4][..pad]);
-            let (t, tl) = trailer(pad, if crc { c.value() } else { 0 });
+            let (t, tl) = if sctp.is_some() {
+                ([0; 7], 0)
+            } else {
+                trailer(pad, if crc { c.value() } else { 0 })
+            };
             let active = Active::header_only(
                 Message {
                     opcode: Opcode::Send,

@@ -135,11 +135,14 @@ on_b() { ip netns exec hostB "$@"; }
 # ready; a fixed sleep was not enough on a loaded machine (the client got ECONNREFUSED).
 listening_b() { listening_in hostB "$1"; }
 
-# listening_in NS PORT: wait (30 s at most) until namespace NS has a TCP listener on PORT.
+# listening_in NS PORT: wait (30 s at most) until namespace NS has a TCP listener on PORT, or
+# an SCTP one (a siw_rs_sctp device's; /proc/net/sctp/eps, column LPORT).
 listening_in() {
 	local n
 	for n in $(seq 60); do
 		[ -n "$(ip netns exec "$1" ss -Htln "sport = :$2")" ] && return 0
+		ip netns exec "$1" awk -v p="$2" '$6 == p { f = 1 } END { exit !f }' \
+			/proc/net/sctp/eps 2>/dev/null && return 0
 		sleep 0.5
 	done
 	fail "nothing listens in $1 on port $2 after 30 s"

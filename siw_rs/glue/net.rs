@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Networking glue: kernel TCP sockets whose callbacks a Rust owner takes over ([`tcp`]),
-//! and network devices with the netdev notifier ([`netdev`]).
+//! SCTP's messages on the same sockets ([`sctp`]), and network devices with the netdev
+//! notifier ([`netdev`]).
 
 pub(crate) mod netdev;
+pub(crate) mod sctp;
 pub(crate) mod tcp;

@@ -186,6 +186,18 @@ u32 rust_helper_tcp_unacked(const struct sock *sk)
 	return READ_ONCE(tp->write_seq) - READ_ONCE(tp->snd_una);
 }
 
+/* The wait queue of a socket's sleepers (poll and blocking calls wait there). */
+struct wait_queue_head *rust_helper_sk_sleep(struct sock *sk)
+{
+	return sk_sleep(sk);
+}
+
+/* What a socket's send queue holds (SCTP frees a chunk once the peer acknowledged it). */
+int rust_helper_sk_wmem_queued(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_wmem_queued);
+}
+
 /*
  * Fields of struct sock, whose layout bindgen does not reproduce (it comes out 64 bytes
  * short before sk_callback_lock), so Rust never touches the struct directly.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Kernel TCP sockets, and the takeover of their callbacks by a Rust owner.
+//! Kernel TCP sockets (and SCTP ones, [`super::sctp`]), and the takeover of their
+//! callbacks by a Rust owner.
 //!
 //! C headers: [`include/linux/net.h`](srctree/include/linux/net.h),
 //! [`include/net/sock.h`](srctree/include/net/sock.h),
@@ -8,7 +9,9 @@
 //!
 //! A socket's `sk_data_ready`, `sk_write_space` and `sk_state_change` callbacks are
 //! replaced by ones that call the original callback, then [`SockEvents::sock_event`] on the
-//! owner. The owner stays alive while its callbacks are installed: [`Socket::attach`] keeps
+//! owner. SCTP never calls `sk_write_space` (its sockets keep `SOCK_USE_WRITE_QUEUE`): it
+//! wakes the socket's wait queue when send space frees up, so an SCTP socket's owner also
+//! waits there, with a wake function of ours ([`SockEvent::WriteSpace`]). The owner stays alive while its callbacks are installed: [`Socket::attach`] keeps
 //! one reference, [`Socket::detach`] gives it back.
 
 use super::netdev::NetDev;
@@ -215,12 +218,36 @@ impl SockAddr {
     }
 }
 
+/// The transport protocol of a stream socket.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Transport {
+    /// TCP (`IPPROTO_TCP`): MPA framing.
+    Tcp,
+    /// SCTP (`IPPROTO_SCTP`), one-to-one style: one association per socket (RFC 5043).
+    Sctp,
+}
+
+impl Transport {
+    fn raw(self) -> c_int {
+        match self {
+            Self::Tcp => bindings::IPPROTO_TCP as c_int,
+            Self::Sctp => bindings::IPPROTO_SCTP as c_int,
+        }
+    }
+}
+
 /// An owned kernel socket (`struct socket`), released on drop.
 ///
 /// # Invariants
 ///
-/// A live socket this value owns, with its `struct sock` (`sk`).
-pub(crate) struct Socket(NonNull<bindings::socket>);
+/// A live socket this value owns, with its `struct sock` (`sk`), of transport `transport`.
+pub(crate) struct Socket {
+    raw: NonNull<bindings::socket>,
+    transport: Transport,
+    /// SCTP: the association was seen established (a closed socket is then a lost one,
+    /// not one still connecting).
+    up: AtomicBool,
+}
 
 // SAFETY: Socket calls take the socket's own locks; the value may move between threads.
 unsafe impl Send for Socket {}
@@ -248,34 +275,58 @@ impl Socket {
     ///
     /// `raw` is a live socket nothing else releases.
     unsafe fn from_raw(raw: *mut bindings::socket) -> Result<Self> {
+        // SAFETY: By the caller's guarantee.
+        unsafe { Self::from_raw_of(raw, Transport::Tcp) }
+    }
+
+    /// Takes ownership of `raw`, a socket of `transport`.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a live socket of `transport` nothing else releases.
+    pub(in crate::glue::net) unsafe fn from_raw_of(
+        raw: *mut bindings::socket,
+        transport: Transport,
+    ) -> Result<Self> {
         // INVARIANT: By the caller's guarantee.
-        NonNull::new(raw).map(Self).ok_or(EINVAL)
+        NonNull::new(raw)
+            .map(|raw| Self {
+                raw,
+                transport,
+                up: AtomicBool::new(false),
+            })
+            .ok_or(EINVAL)
     }
 
     pub(in crate::glue) fn as_ptr(&self) -> *mut bindings::socket {
-        self.0.as_ptr()
+        self.raw.as_ptr()
     }
 
-    fn sk(&self) -> *mut bindings::sock {
+    /// Its transport protocol.
+    pub(crate) fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    pub(in crate::glue::net) fn sk(&self) -> *mut bindings::sock {
         // SAFETY: A live socket has its `sk` for its whole life (invariant).
         unsafe { (*self.as_ptr()).sk }
     }
 
     /// A new TCP socket of `family` for kernel use, with the lock classes of RDMA sockets
     /// and `SO_REUSEADDR`; for IPv6 with `v6only`, it does not take IPv4 connections.
-    pub(crate) fn new_tcp(family: Family, v6only: bool) -> Result<Self> {
+    pub(crate) fn new_stream(t: Transport, family: Family, v6only: bool) -> Result<Self> {
         let mut raw = core::ptr::null_mut();
         // SAFETY: `raw` is a valid out pointer; the call creates a socket or fails.
         to_result(unsafe {
             bindings::sock_create(
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
-                bindings::IPPROTO_TCP as c_int,
+                t.raw(),
                 &mut raw,
             )
         })?;
-        // SAFETY: Just created, ours.
-        unsafe { Self::set_up(raw, family, v6only) }
+        // SAFETY: Just created, ours, of `t`.
+        unsafe { Self::set_up(raw, t, family, v6only) }
     }
 
     /// A new TCP socket in the network namespace of `netdev`, whatever the caller's: the
@@ -283,7 +334,12 @@ impl Socket {
     /// consumer's worker, which runs in the initial namespace (xprtrdma connects so), while
     /// the device's netdev, and the source address, live in another. Like `sock_create`,
     /// the socket holds a reference on its namespace.
-    pub(crate) fn new_tcp_in(netdev: &NetDev, family: Family, v6only: bool) -> Result<Self> {
+    pub(crate) fn new_stream_in(
+        t: Transport,
+        netdev: &NetDev,
+        family: Family,
+        v6only: bool,
+    ) -> Result<Self> {
         let mut raw = core::ptr::null_mut();
         // SAFETY: The live netdev's namespace, whose memory stays while the netdev is in it.
         let net = unsafe { bindings::dev_net(netdev.as_ptr()) };
@@ -300,7 +356,7 @@ impl Socket {
                 net,
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
-                bindings::IPPROTO_TCP as c_int,
+                t.raw(),
                 &mut raw,
                 0,
             )
@@ -308,8 +364,8 @@ impl Socket {
         // SAFETY: The reference taken above.
         unsafe { bindings::put_net(net) };
         r?;
-        // SAFETY: Just created, ours.
-        unsafe { Self::set_up(raw, family, v6only) }
+        // SAFETY: Just created, ours, of `t`.
+        unsafe { Self::set_up(raw, t, family, v6only) }
     }
 
     /// A new TCP socket in the network namespace of `other` (for a connection that tries
@@ -328,8 +384,8 @@ impl Socket {
                 0,
             )
         })?;
-        // SAFETY: Just created, ours.
-        unsafe { Self::set_up(raw, family, v6only) }
+        // SAFETY: Just created, ours, a TCP socket.
+        unsafe { Self::set_up(raw, Transport::Tcp, family, v6only) }
     }
 
     /// A new TCP socket of the kernel's own in the network namespace of `netdev`: unlike
@@ -368,12 +424,17 @@ impl Socket {
     ///
     /// # Safety
     ///
-    /// `raw` was just created (of `family`) by a successful `sock_create` and is owned by the
-    /// caller, who hands it over.
-    unsafe fn set_up(raw: *mut bindings::socket, family: Family, v6only: bool) -> Result<Self> {
+    /// `raw` was just created (of `family` and `t`) by a successful `sock_create` and is
+    /// owned by the caller, who hands it over.
+    unsafe fn set_up(
+        raw: *mut bindings::socket,
+        t: Transport,
+        family: Family,
+        v6only: bool,
+    ) -> Result<Self> {
         // SAFETY: A new socket, ours (the caller's guarantee); dropping `s` releases it on
         // the error paths below.
-        let s = unsafe { Self::from_raw(raw) }?;
+        let s = unsafe { Self::from_raw_of(raw, t) }?;
         // SAFETY: A new socket, not yet bound or in use by anyone else.
         unsafe {
             bindings::sock_set_rdma_lock_class(s.as_ptr());
@@ -382,6 +443,9 @@ impl Socket {
         if family == Family::Inet6 && v6only {
             // SAFETY: A new IPv6 socket.
             to_result(unsafe { bindings::ip6_sock_set_v6only(s.sk()) })?;
+        }
+        if t == Transport::Sctp {
+            s.sctp_set_up()?;
         }
         Ok(s)
     }
@@ -419,8 +483,10 @@ impl Socket {
     /// once, `Ok(false)` while the handshake runs (the socket's state change callback tells
     /// when it ends; [`Socket::alive`] how).
     pub(crate) fn connect_nonblock(&self, addr: &SockAddr) -> Result<bool> {
-        // SAFETY: A live TCP socket.
-        unsafe { bindings::tcp_sock_set_nodelay(self.sk()) };
+        if self.transport == Transport::Tcp {
+            // SAFETY: A live TCP socket.
+            unsafe { bindings::tcp_sock_set_nodelay(self.sk()) };
+        }
         // SAFETY: A live socket; `addr` is readable for its length.
         let r = to_result(unsafe {
             bindings::kernel_connect(
@@ -443,8 +509,10 @@ impl Socket {
     /// silence, every `ms / 6`, so that a peer that vanished while nothing was being sent
     /// is found as well. `0` leaves TCP's defaults (no keepalives, retransmissions for
     /// about 15 minutes, zero-window probes for ever). May sleep (takes the socket's lock).
+    /// SCTP keeps its own defaults: its heartbeats find a peer that vanished, and its
+    /// retransmission limit one that stopped answering.
     pub(crate) fn set_liveness(&self, ms: u32) {
-        if ms == 0 {
+        if ms == 0 || self.transport != Transport::Tcp {
             return;
         }
         let secs = |div: u32| c_int::try_from((ms / div / 1000).clamp(1, 32767)).unwrap_or(1);
@@ -504,8 +572,9 @@ impl Socket {
         to_result(unsafe {
             bindings::kernel_accept(self.as_ptr(), &mut raw, bindings::O_NONBLOCK as c_int)
         })?;
-        // SAFETY: `kernel_accept` succeeded: `raw` is a new socket we own.
-        let new = unsafe { Self::from_raw(raw) }?;
+        // SAFETY: `kernel_accept` succeeded: `raw` is a new socket we own, of the
+        // listener's transport.
+        let new = unsafe { Self::from_raw_of(raw, self.transport) }?;
         let (lsk, nsk) = (self.sk(), new.sk());
         // A connection holds its namespace, as every siw_rs connection socket does, even when
         // its listener is one of the kernel's own (`new_kernel_tcp_in`), which does not; the
@@ -539,13 +608,17 @@ impl Socket {
             let lock = bindings::sk_callback_lock(nsk);
             bindings::write_lock_bh(lock);
             if let Some(saved) = saved {
-                if Callbacks::of(nsk).is_ours() {
-                    saved.install(nsk);
-                }
+                // Each one separately: SCTP's accept copies some of the listener's callbacks
+                // (ours) and sets others of its own.
+                Callbacks::of(nsk).without_ours(&saved).install(nsk);
             }
             bindings::sk_set_user_data(nsk, core::ptr::null_mut());
             bindings::write_unlock_bh(lock);
-            bindings::tcp_sock_set_nodelay(nsk);
+        }
+        match self.transport {
+            // SAFETY: A live TCP socket, ours.
+            Transport::Tcp => unsafe { bindings::tcp_sock_set_nodelay(nsk) },
+            Transport::Sctp => new.sctp_set_up_accepted()?,
         }
         Ok(new)
     }
@@ -705,9 +778,19 @@ impl Socket {
             // `sk_err` holds a positive errno; saturate rather than overflow on nonsense.
             return Err(Error::from_errno(err.saturating_abs().saturating_neg()));
         }
+        // SCTP's one-to-one sockets use the TCP state numbers, but stay CLOSED while the
+        // association is set up: closed means lost only once it was up.
         match u32::try_from(state).unwrap_or(0) {
-            bindings::TCP_ESTABLISHED => Ok(true),
+            bindings::TCP_ESTABLISHED => {
+                self.up.store(true, Ordering::Relaxed);
+                Ok(true)
+            }
             bindings::TCP_LISTEN | bindings::TCP_SYN_SENT | bindings::TCP_SYN_RECV => Ok(false),
+            bindings::TCP_CLOSE
+                if self.transport == Transport::Sctp && !self.up.load(Ordering::Relaxed) =>
+            {
+                Ok(false)
+            }
             _ => Err(ECONNRESET),
         }
     }
@@ -718,8 +801,14 @@ impl Socket {
         unsafe { bindings::tcp_mss(self.sk()) }
     }
 
-    /// Bytes written but not acknowledged by the peer yet (`SIOCOUTQ`).
+    /// Bytes written but not acknowledged by the peer yet (`SIOCOUTQ`; for SCTP, what its
+    /// send queue still holds, chunks being freed once acknowledged).
     pub(crate) fn unacked(&self) -> u32 {
+        if self.transport == Transport::Sctp {
+            // SAFETY: A live sock; the helper reads the field once (`READ_ONCE`).
+            let q = unsafe { bindings::sk_wmem_queued(self.sk()) };
+            return u32::try_from(q).unwrap_or(1);
+        }
         // SAFETY: A live TCP socket; the helper reads the two sequence numbers once each
         // (`READ_ONCE`), as `tcp_ioctl()` does without the socket lock.
         unsafe { bindings::tcp_unacked(self.sk()) }
@@ -740,6 +829,12 @@ impl Socket {
             return;
         }
         let c = ctx.raw.get();
+        let w = ctx.wait.get();
+        let sctp = self.transport == Transport::Sctp;
+        if sctp {
+            // Read by `detach` only, which comes after this call.
+            ctx.waiting.store(true, Ordering::Release);
+        }
         let data = owner.into_foreign();
         let sk = self.sk();
         // SAFETY: `c` lives inside the owner, which the reference `into_foreign` keeps alive
@@ -755,6 +850,17 @@ impl Socket {
             Callbacks::OURS.install(sk);
             bindings::write_unlock_bh(lock);
         }
+        if sctp {
+            // SAFETY: `w` lives inside the owner, kept alive until `detach` takes it off the
+            // queue; the socket's wait queue lives as long as the socket, which `detach`
+            // (before the release) finds alive. `c` is set up above and outlives the entry.
+            unsafe {
+                (*w).flags = 0;
+                (*w).private = c.cast();
+                (*w).func = Some(wait_wake);
+                bindings::add_wait_queue(bindings::sk_sleep(sk), w);
+            }
+        }
     }
 
     /// Restores the original callbacks and drops the reference [`Socket::attach`] took.
@@ -766,6 +872,11 @@ impl Socket {
         }
         let c = ctx.raw.get();
         let sk = self.sk();
+        if ctx.waiting.swap(false, Ordering::AcqRel) {
+            // SAFETY: Added by `attach` to this live socket's queue; taking it off takes the
+            // queue's lock, which wake functions run under: none of ours runs after this.
+            unsafe { bindings::remove_wait_queue(bindings::sk_sleep(sk), ctx.wait.get()) };
+        }
         // SAFETY: A live sock; taking the callback lock for writing waits for callbacks in
         // flight, which hold it for reading.
         unsafe {
@@ -825,9 +936,26 @@ impl Callbacks {
         }
     }
 
-    /// Whether these are ours (compared by address: the functions are this module's).
-    fn is_ours(&self) -> bool {
-        self.data_ready.map(|f| f as usize) == Self::OURS.data_ready.map(|f| f as usize)
+    /// These, with each of ours replaced by its counterpart in `saved` (compared by address:
+    /// the functions are this module's).
+    fn without_ours(self, saved: &Self) -> Self {
+        let same = |a: SkCallback, b: SkCallback| a.map(|f| f as usize) == b.map(|f| f as usize);
+        let pick = |cur: SkCallback, ours: SkCallback, orig: SkCallback| {
+            if same(cur, ours) {
+                orig
+            } else {
+                cur
+            }
+        };
+        Self {
+            data_ready: pick(self.data_ready, Self::OURS.data_ready, saved.data_ready),
+            write_space: pick(self.write_space, Self::OURS.write_space, saved.write_space),
+            state_change: pick(
+                self.state_change,
+                Self::OURS.state_change,
+                saved.state_change,
+            ),
+        }
     }
 
     /// Installs these on `sk`.
@@ -860,6 +988,9 @@ struct RawCtx {
 pub(crate) struct SkCtx {
     raw: Opaque<RawCtx>,
     attached: AtomicBool,
+    /// An SCTP socket's entry on its wait queue, and whether it is on it.
+    wait: Opaque<bindings::wait_queue_entry>,
+    waiting: AtomicBool,
 }
 
 // SAFETY: The raw part is only written under `sk_callback_lock` or before attaching.
@@ -881,6 +1012,8 @@ impl SkCtx {
                 },
             }),
             attached: AtomicBool::new(false),
+            wait: Opaque::zeroed(),
+            waiting: AtomicBool::new(false),
         }
     }
 }
@@ -967,6 +1100,38 @@ unsafe extern "C" fn sk_write_space(sk: *mut bindings::sock) {
 unsafe extern "C" fn sk_state_change(sk: *mut bindings::sock) {
     // SAFETY: By the function's contract.
     unsafe { sk_call(sk, SockEvent::StateChange) }
+}
+
+/// `EPOLLOUT`, a wake-up's key when send space frees up (a cast macro bindgen cannot read).
+const EPOLLOUT: usize = 0x4;
+
+/// The wake function of an SCTP socket's owner on the socket's wait queue: send space
+/// ([`SockEvent::WriteSpace`]). Other wake-ups (data, state) come through the callbacks.
+///
+/// # Safety
+///
+/// Called by the wait queue code, under the queue's lock, for the entry [`Socket::attach`]
+/// added, whose `private` is the owner's `RawCtx`.
+unsafe extern "C" fn wait_wake(
+    entry: *mut bindings::wait_queue_entry,
+    _mode: c_uint,
+    _flags: c_int,
+    key: *mut c_void,
+) -> c_int {
+    // A wake-up without a key may be for anything: take it as write space too.
+    let mask = key as usize;
+    if mask != 0 && mask & EPOLLOUT == 0 {
+        return 0;
+    }
+    // SAFETY: The entry is on the queue (we are called for it), so `detach` has not taken
+    // it off yet: its `private` is the live owner's `RawCtx`, set before it was added.
+    unsafe {
+        let ctx = (*entry).private.cast::<RawCtx>();
+        if let Some(e) = (*ctx).event {
+            e((*ctx).data, SockEvent::WriteSpace);
+        }
+    }
+    0
 }
 
 /// The `tcp_read_sock` actor: hands the skb's data, piece by piece, to the reader.

@@ -21,8 +21,9 @@ pub(crate) trait Link: Send + Sync + 'static {
     /// The link type users name in `rdma link add ... type TYPE`.
     const TYPE: &'static CStr;
 
-    /// Creates and registers a device called `name` on `netdev`.
-    fn newlink(name: &CStr, netdev: &NetDev) -> Result;
+    /// Creates and registers a device called `name` on `netdev`, for the registration of
+    /// variant `variant` ([`Registration::with_type`]; [`Registration::new`]'s is 0).
+    fn newlink(name: &CStr, netdev: &NetDev, variant: u8) -> Result;
 }
 
 /// A registered `rdma_link_ops`; unregistered on drop.
@@ -64,17 +65,21 @@ unsafe impl<T: Link> Sync for Registration<T> {}
 impl<T: Link> Registration<T> {
     /// Registers `T`'s link type.
     pub(crate) fn new() -> impl PinInit<Self, Error> {
-        Self::with_type(T::TYPE, true)
+        Self::with_type::<0>(T::TYPE, true)
     }
 
     /// Registers `T` under the link type `ty` as well, if `register`; otherwise registers
-    /// nothing. The type must not be registered already (the core warns and ignores it).
-    pub(crate) fn with_type(ty: &'static CStr, register: bool) -> impl PinInit<Self, Error> {
+    /// nothing. Devices made through it are of variant `V` ([`Link::newlink`]). The type
+    /// must not be registered already (the core warns and ignores it).
+    pub(crate) fn with_type<const V: u8>(
+        ty: &'static CStr,
+        register: bool,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             ops <- Opaque::ffi_init(move |slot: *mut bindings::rdma_link_ops| {
                 let mut ops: bindings::rdma_link_ops = pin_init::zeroed();
                 ops.type_ = ty.as_char_ptr();
-                ops.newlink = Some(Self::newlink);
+                ops.newlink = Some(Self::newlink::<V>);
                 // SAFETY: `slot` is valid for writes and pinned; we initialise it fully.
                 unsafe { slot.write(ops) };
                 if register {
@@ -93,13 +98,16 @@ impl<T: Link> Registration<T> {
     ///
     /// Called by the RDMA netlink code with a NUL-terminated `name` and a live `ndev` that it
     /// holds a reference on for the duration of the call.
-    unsafe extern "C" fn newlink(name: *const c_char, ndev: *mut bindings::net_device) -> c_int {
+    unsafe extern "C" fn newlink<const V: u8>(
+        name: *const c_char,
+        ndev: *mut bindings::net_device,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: `name` is a NUL-terminated string valid for the call (see above).
             let name = unsafe { CStr::from_char_ptr(name) };
             // SAFETY: `ndev` is alive for the duration of the call (see above).
             let netdev = unsafe { NetDev::from_raw(ndev) };
-            T::newlink(name, netdev)?;
+            T::newlink(name, netdev, V)?;
             Ok(0)
         })
     }

@@ -210,6 +210,12 @@ impl<C: Crc32c> Receiver<C> {
         matches!(self.state, State::Header) && !self.fpdu_open && self.marker_have == 0
     }
 
+    /// Whether the current segment is complete and its [`Event::End`] is due without more
+    /// input (DDP over SCTP, where no trailer follows the payload).
+    pub fn end_due(&self) -> bool {
+        self.state == State::Trailer && self.tr_need == 0
+    }
+
     /// The MSN the next new message on queue `qn` must carry.
     pub fn expected_msn(&self, qn: u32) -> Option<u32> {
         self.msn.get(usize::try_from(qn).ok()?).copied()

@@ -215,6 +215,12 @@ impl SsnCounter {
         Self { next }
     }
 
+    /// The DDP-SSN the next message gets, not taken yet (a message that could not be sent
+    /// must leave no gap).
+    pub const fn peek(&self) -> u16 {
+        self.next
+    }
+
     /// The DDP-SSN of the next message, now taken.
     pub fn take(&mut self) -> u16 {
         let s = self.next;
