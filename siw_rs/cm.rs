@@ -31,8 +31,8 @@ use crate::{
             PD_MAX_SIW, PD_MAX_ULP, SIW_MAX_IRD_ORD,
         },
         sctp::{
-            Control, Function, Phase as SessionPhase, Received, Role, CONTROL_HDR_LEN,
-            MIN_MAX_SEGMENT, PD_MAX as SCTP_PD_MAX, PPID_SESSION_CONTROL,
+            Control, Function, Received, Role, CONTROL_HDR_LEN, MIN_MAX_SEGMENT,
+            PD_MAX as SCTP_PD_MAX, PPID_SESSION_CONTROL,
         },
     },
     qp::{LinkParams, QpCore},
@@ -869,7 +869,7 @@ impl Ep {
         let (Some(sock), Some(sc)) = (inner.sock.as_ref(), inner.sctp.as_deref_mut()) else {
             return false;
         };
-        let at = match sc.next(sock) {
+        let at = match sc.next(sock, &self.tables) {
             Ok(Some(at)) => at,
             Ok(None) => {
                 if sock.alive().is_err() {
@@ -934,8 +934,10 @@ impl Ep {
     fn sctp_failed(self: &Arc<Self>, g: &mut Inner, f: SctpFail) {
         pr_debug!("siw_rs: sctp: {:?}\n", f);
         if let Some(sc) = g.sctp.as_deref_mut() {
-            if f == SctpFail::NotDdp {
-                sc.abort = true;
+            match f {
+                SctpFail::NotDdp => sc.abort = true,
+                SctpFail::Session(_) | SctpFail::TooMuchEarly => sc.session.fail(),
+                SctpFail::Socket(_) => {}
             }
         }
         self.close_locked(g, How::Error);
@@ -1176,13 +1178,7 @@ impl Ep {
         let term_ssn = g
             .sctp
             .as_deref_mut()
-            .filter(|s| {
-                !s.abort
-                    && matches!(
-                        s.session.phase(),
-                        SessionPhase::Open | SessionPhase::PeerTerminated
-                    )
-            })
+            .filter(|s| !s.abort && s.session.owes_terminate())
             .map(|s| s.tx_ssn.take());
         if let Some(qp) = g.qp.take() {
             let mut st = qp.lock();
@@ -1562,7 +1558,7 @@ enum SctpRx {
 /// Takes an open session's messages in DDP-SSN order into the receive engine.
 fn sctp_rx(sc: &mut SctpLink, sock: &Socket, qp: &QpCore, st: &mut crate::qp::QpState) -> SctpRx {
     for _ in 0..crate::sctp::RX_BURST {
-        let at = match sc.next(sock) {
+        let at = match sc.next(sock, qp.tables()) {
             Ok(Some(at)) => at,
             Ok(None) => return SctpRx::Idle,
             Err(f) => return SctpRx::Fail(f),

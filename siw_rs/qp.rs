@@ -767,6 +767,10 @@ impl SiwQp {
             let st = core.st.lock();
             if let Some(link) = st.link() {
                 let p = link.params;
+                // Over SCTP (RFC 5043): the largest DDP segment sent; no MPA (revision 0).
+                if let Some(max) = p.sctp {
+                    out.u32(c"sctp_max_segment", u32::from(max))?;
+                }
                 out.u32(c"mpa_rev", u32::from(p.revision))?;
                 out.u32(c"mpa_crc", u32::from(p.crc))?;
                 out.u32(c"mpa_markers_tx", u32::from(p.markers_tx))?;

@@ -20,6 +20,8 @@ use crate::{
     proto::sctp::{
         Arrival, Role, SctpError, Session, SsnCounter, SsnWindow, ADAPTATION_DDP, SSN_LEN,
     },
+    stats::Counter,
+    table::Tables,
 };
 use kernel::prelude::*;
 
@@ -147,7 +149,9 @@ impl SctpLink {
     /// Finds the next message in DDP-SSN order: `Ok(None)` when it has not come yet. Reads
     /// what the socket holds meanwhile, setting aside what came early. Once the caller
     /// took the message ([`SctpLink::message`]), it calls [`SctpLink::consume`].
-    pub(crate) fn next(&mut self, sock: &Socket) -> Result<Option<At>, SctpFail> {
+    ///
+    /// Each message held aside counts in `tables`' [`Counter::SctpHeld`].
+    pub(crate) fn next(&mut self, sock: &Socket, tables: &Tables) -> Result<Option<At>, SctpFail> {
         let want = self.window.next();
         if let Some(i) = self.early.iter().position(|e| e.ssn == want) {
             return Ok(Some(At::Early(i)));
@@ -196,6 +200,7 @@ impl SctpLink {
                         .map_err(|_| SctpFail::TooMuchEarly)?;
                     self.early_bytes = bytes;
                     self.drop_message();
+                    tables.count(Counter::SctpHeld);
                 }
             }
         }

@@ -43,10 +43,12 @@ pub(crate) enum Counter {
     ConnectionsEstablished,
     /// Connection requests refused: an MPA Reject sent (by us or the ULP) or received.
     ConnectionsRefused,
+    /// DDP over SCTP: messages that came before their DDP-SSN's turn and were held until it.
+    SctpHeld,
 }
 
 /// How many counters there are.
-pub(crate) const COUNT: usize = 10;
+pub(crate) const COUNT: usize = 11;
 
 /// The counters' names, in [`Counter`]'s order (`rdma statistic show`).
 pub(crate) const NAMES: &[&CStr] = &[
@@ -60,6 +62,7 @@ pub(crate) const NAMES: &[&CStr] = &[
     c"terminates_received",
     c"connections_established",
     c"connections_refused",
+    c"sctp_held",
 ];
 
 const _: () = assert!(NAMES.len() == COUNT);

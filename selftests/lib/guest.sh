@@ -27,8 +27,10 @@ for t in "${tests[@]}"; do
 	n=$((n + 1))
 	name=$(basename "$t" .sh)
 	before=$(dmesg | wc -l)
+	start=$(date +%s)
 	out=$(cd /tmp && timeout "${SIW_RS_TEST_TIMEOUT:-600}" bash "$t" 2>&1)
 	rc=$?
+	secs=$(( $(date +%s) - start ))
 	klog=$(dmesg | tail -n +"$((before + 1))")
 	bad=$(grep -E "$bad_re" <<<"$klog")
 	# A test may name, in /tmp/siw_rs-known-report, one report of the C siw's own (an
@@ -46,13 +48,14 @@ for t in "${tests[@]}"; do
 	fi
 	rm -f /tmp/siw_rs-known-report
 	if [ $rc = 0 ] && [ -z "$bad" ]; then
-		echo "ok $n - $name"
+		# Its time (under TCG): where the suites' budget goes (.ci/run has 80 minutes).
+		echo "ok $n - $name ($secs s)"
 		# A passing test's own "# " lines, when asked for (make fuzz-vm: its figures); its
 		# "# retried: " lines always (a retry that passed must still be seen).
 		if [ -n "${SIW_RS_VERBOSE:-}" ]; then grep '^# ' <<<"$out" | sed 's/^/#   /' || true
 		else grep '^# retried: ' <<<"$out" | sed 's/^/#   /' || true; fi
 	else
-		echo "not ok $n - $name (exit $rc)"
+		echo "not ok $n - $name (exit $rc, $secs s)"
 		sed 's/^/#   /' <<<"$out" | tail -n 40
 		if [ -n "$bad" ]; then
 			# From a little before the first report on: its head names the culprit.

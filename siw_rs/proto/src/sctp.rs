@@ -253,6 +253,9 @@ pub enum Phase {
     Rejected,
     /// A Terminate came in: the peer sends nothing more.
     PeerTerminated,
+    /// A message broke the rules (or this end gave up on the peer): the session must end,
+    /// with this end's Terminate (section 6.1).
+    Failed,
 }
 
 /// What an in-order received message is, once [`Session::receive`] found it legal.
@@ -330,9 +333,24 @@ impl Session {
     pub fn receive<'a>(&mut self, ppid: u32, msg: &'a [u8]) -> Result<Received<'a>, SctpError> {
         let r = self.classify(ppid, msg);
         if r.is_err() {
-            self.phase = Phase::PeerTerminated;
+            self.fail();
         }
         r
+    }
+
+    /// This end gives up on the session (a rule broken outside [`Session::receive`]: a
+    /// DDP-SSN out of the window, a message too long, too many early ones).
+    pub fn fail(&mut self) {
+        self.phase = Phase::Failed;
+    }
+
+    /// Whether this end should end the session with its Terminate now: it is or was open,
+    /// or it failed (an Initiate that is never answered, or one refused, needs none).
+    pub const fn owes_terminate(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Open | Phase::PeerTerminated | Phase::Failed
+        )
     }
 
     fn classify<'a>(&mut self, ppid: u32, msg: &'a [u8]) -> Result<Received<'a>, SctpError> {

@@ -132,7 +132,8 @@ fn active_accepted_then_terminated() {
         s2.receive(PPID_SESSION_CONTROL, &ctl(2, Function::Accept, b"")),
         Err(SctpError::OutOfSequence)
     );
-    assert_eq!(s2.phase(), Phase::PeerTerminated);
+    assert_eq!(s2.phase(), Phase::Failed);
+    assert!(s2.owes_terminate());
     assert_eq!(
         s.receive(PPID_SESSION_CONTROL, &ctl(2, Function::Terminate, b"")),
         Ok(Received::Terminated)
@@ -153,6 +154,7 @@ fn active_rejected() {
         Ok(Received::Rejected(b"no"))
     );
     assert_eq!(s.phase(), Phase::Rejected);
+    assert!(!s.owes_terminate());
     assert!(s.receive(PPID_DDP_SEGMENT, &[0, 1, 0, 0]).is_err());
 }
 
@@ -195,7 +197,7 @@ fn passive_sequences() {
         Err(SctpError::Truncated)
     );
     assert_eq!(s.receive(0, &[0, 2]), Err(SctpError::UnknownPpid(0)));
-    assert_eq!(s.phase(), Phase::PeerTerminated);
+    assert_eq!(s.phase(), Phase::Failed);
 }
 
 #[test]

@@ -6,6 +6,12 @@
 //! rest is the TCP stream. The stream is received whole and cut into chunks; both
 //! runs must give the same events (payloads merged per FPDU) and the same error, every
 //! call must make progress, and nothing may panic.
+//!
+//! With bit 3 of byte 0, DDP over SCTP (RFC 5043) instead: the rest is SCTP messages, each
+//! a 2-byte length, a PPID byte (its value, or 16/17 for its low bit) and the message;
+//! bit 4 makes this end the session's passive side. Messages go through the session's
+//! rules ([`Session`]) and, as DDP segments, through the receiver in SCTP mode, whole or
+//! in chunks, with the same outcome.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -13,6 +19,7 @@ use siw_proto::crc::SoftCrc32c;
 use siw_proto::error::TermError;
 use siw_proto::rdmap::{FpduHeader, HeaderOptions};
 use siw_proto::rx::{Event, Receiver, RxConfig};
+use siw_proto::sctp::{Received, Role, Session, SSN_LEN};
 
 #[derive(Debug, PartialEq)]
 enum Ev {
@@ -21,8 +28,58 @@ enum Ev {
     End,
 }
 
-fn run(cfg: RxConfig, data: &[u8], mut seed: u8) -> (Vec<Ev>, Option<TermError>) {
+/// DDP over SCTP: the messages of `data` (see the module documentation) through a session
+/// and a receiver; returns the events and where it stopped.
+fn run_sctp(cfg: RxConfig, role: Role, data: &[u8], seed: u8) -> (Vec<Ev>, Option<TermError>) {
     let mut rx = Receiver::new(cfg, SoftCrc32c::new());
+    let mut session = Session::new(role);
+    if role == Role::Active {
+        session.initiate_sent().unwrap();
+    }
+    let mut evs = Vec::new();
+    let mut rest = data;
+    while rest.len() >= 3 {
+        let len = usize::from(u16::from_be_bytes([rest[0], rest[1]]));
+        let ppid = match rest[2] {
+            p @ (0..=15 | 18..) => 16 + u32::from(p & 1),
+            p => u32::from(p),
+        };
+        rest = &rest[3..];
+        let msg = &rest[..len.min(rest.len())];
+        rest = &rest[msg.len()..];
+        match session.receive(ppid, msg) {
+            Ok(Received::Initiate(_)) => {
+                let _ = session.answered(true);
+            }
+            Ok(Received::Segment(_)) => {
+                if let Err(e) = rx.start_segment(msg.len() - SSN_LEN) {
+                    return (evs, Some(e));
+                }
+                let (mut e, err) = run_on(&mut rx, msg, seed, true);
+                evs.append(&mut e);
+                if err.is_some() {
+                    return (evs, err);
+                }
+                assert!(rx.at_fpdu_boundary());
+            }
+            Ok(_) => {}
+            Err(_) => return (evs, None),
+        }
+    }
+    (evs, None)
+}
+
+fn run(cfg: RxConfig, data: &[u8], seed: u8) -> (Vec<Ev>, Option<TermError>) {
+    let mut rx = Receiver::new(cfg, SoftCrc32c::new());
+    run_on(&mut rx, data, seed, false)
+}
+
+fn run_on(
+    rx: &mut Receiver<SoftCrc32c>,
+    data: &[u8],
+    mut seed: u8,
+    segment: bool,
+) -> (Vec<Ev>, Option<TermError>) {
     let mut evs = Vec::new();
     let mut rest = data;
     while !rest.is_empty() {
@@ -60,6 +117,18 @@ fn run(cfg: RxConfig, data: &[u8], mut seed: u8) -> (Vec<Ev>, Option<TermError>)
             }
         }
     }
+    // An SCTP message's segment ends with its last octet: the end comes without input.
+    if segment {
+        match rx.feed(&[]) {
+            Ok(step) => {
+                assert_eq!(step.consumed, 0);
+                if step.event == Some(Event::End) {
+                    evs.push(Ev::End);
+                }
+            }
+            Err(e) => return (evs, Some(e)),
+        }
+    }
     (evs, None)
 }
 
@@ -67,13 +136,25 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {
         return;
     }
+    let sctp = data[0] & 8 != 0;
     let cfg = RxConfig {
-        crc: data[0] & 1 != 0,
-        markers: data[0] & 2 != 0,
+        crc: !sctp && data[0] & 1 != 0,
+        markers: !sctp && data[0] & 2 != 0,
         header: HeaderOptions { rfc7306: data[0] & 4 != 0 },
-        sctp: false,
+        sctp,
     };
     let stream = &data[2..];
+    if sctp {
+        let role = if data[0] & 16 != 0 {
+            Role::Passive
+        } else {
+            Role::Active
+        };
+        let whole = run_sctp(cfg, role, stream, 0);
+        let split = run_sctp(cfg, role, stream, data[1] | 1);
+        assert_eq!(whole, split);
+        return;
+    }
     let whole = run(cfg, stream, 0);
     let split = run(cfg, stream, data[1] | 1);
     assert_eq!(whole, split);
