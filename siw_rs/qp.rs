@@ -1060,6 +1060,9 @@ impl SiwQp {
     /// `destroy_qp`: to ERROR (which closes the connection and flushes), out of the table,
     /// then wait until the connection manager has dropped its references.
     pub(crate) fn destroy(&self) {
+        // No async event for a QP being destroyed: its consumer is letting go of it (and
+        // the flush below would report Last WQE Reached for a QP on an SRQ).
+        self.core.st.lock().handle = None;
         let _ = self.core.modify(
             None,
             &QpModify {
@@ -1387,6 +1390,15 @@ impl QpCore {
     /// new state before this thread's next look at the queues (a flush), against a poster's
     /// fence between publishing an element and reading the state (`posted`).
     fn set_state(&self, st: &mut QpState, s: State) {
+        // A QP on an SRQ takes no receive from it once in ERROR (receives are taken under
+        // this lock, and only while connected): say so, once (IB's Last WQE Reached, which
+        // `ib_drain_qp()` waits for; the C siw never sends it, and a kernel consumer's
+        // drain of such a QP waits 60 s).
+        if s == State::Error && st.state != State::Error && self.srq().is_some() {
+            if let Some(h) = st.handle() {
+                h.last_wqe_event();
+            }
+        }
         st.state = s;
         let ep = if s == State::Rts { st.ep.clone() } else { None };
         // Dropped after the spinlock, and never the last reference: `st.ep` still holds

@@ -5,8 +5,10 @@
 # for byte; the server checks the two-SGE Send and its written buffer byte for byte and
 # replies with its status (posting from its softirq completion handler). insmod of the
 # client fails unless both sides verified. Both tear down with ib_drain_qp, which needs
-# flush completions for work posted in ERROR. Run siw_rs<->siw_rs (with the server's
-# receives posted to its QP, then to an SRQ), and against the C siw both ways.
+# flush completions for work posted in ERROR, and, for a QP on an SRQ, the Last WQE Reached
+# event (else it waits 60 s: the teardown must take less than 30). Run siw_rs<->siw_rs
+# (with the server's receives posted to its QP, then to an SRQ), and against the C siw
+# both ways.
 . "$ROOT/selftests/lib/common.sh"
 KV=$ROOT/selftests/data/kverbs
 cleanup() {
@@ -32,7 +34,12 @@ for p in "siw_rs siw_rs 0" "siw_rs siw_rs 1" "siw siw_rs 0" "siw_rs siw 0"; do
 	r=$(cat /sys/module/kvt_server/parameters/result)
 	[ "$r" = 1 ] || fail "$1 -> $2: kvt_server result $r: $(dmesg | grep kvt_ | tail -n 20)"
 	on_a rmmod kvt_client || fail "$1 -> $2: rmmod kvt_client"
+	# The server's teardown drains its QP (ib_drain_qp); on an SRQ that waits for the
+	# Last WQE Reached event, up to 60 s if it never comes (as from the C siw).
+	start=$(date +%s)
 	on_b rmmod kvt_server || fail "$1 -> $2: rmmod kvt_server"
+	secs=$(( $(date +%s) - start ))
+	[ "$secs" -lt 30 ] || fail "$1 -> $2 (srq=$3): the server's teardown took $secs s"
 	two_hosts_down
 	log "$1 client -> $2 server (srq=$3): kernel Write, Read, Sends verified on both sides"
 done

@@ -263,9 +263,20 @@ impl<D> super::object::Obj<bindings::ib_qp, D> {
 impl QpHandle {
     /// Reports `IB_EVENT_QP_FATAL` to the QP's consumer.
     pub(crate) fn fatal_event(&self) {
+        self.qp_event(bindings::ib_event_type_IB_EVENT_QP_FATAL);
+    }
+
+    /// Reports `IB_EVENT_QP_LAST_WQE_REACHED` to the QP's consumer: the QP, attached to an
+    /// SRQ, went to ERROR and takes no more receives from it. `ib_drain_qp()` of such a QP
+    /// waits for it (60 s, then it gives up).
+    pub(crate) fn last_wqe_event(&self) {
+        self.qp_event(bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
+    }
+
+    fn qp_event(&self, event: bindings::ib_event_type) {
         let qp = self.0.as_ptr();
         let mut ev: bindings::ib_event = pin_init::zeroed();
-        ev.event = bindings::ib_event_type_IB_EVENT_QP_FATAL;
+        ev.event = event;
         ev.element.qp = qp;
         // SAFETY: By the type invariant the QP is live; the core sets `device`,
         // `event_handler` and `qp_context` at creation; `ev` is valid for the call.
