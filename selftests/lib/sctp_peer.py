@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# sctp_peer.py: a misbehaving peer of DDP over SCTP (RFC 5043), for selftests/hostile/15-sctp.
+# sctp_peer.py: a misbehaving peer of DDP over SCTP (RFC 5043), for selftests/sctp/03-hostile.
 # It speaks the adaptation layer itself over a plain SCTP socket (one-to-one style), never
 # through siw_rs's code.
 #
