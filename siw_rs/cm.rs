@@ -704,30 +704,40 @@ impl Ep {
                 return;
             }
         }
-        let Some(listener) = g.listener.take() else {
-            self.close_locked(g, How::Error);
-            return;
-        };
-        let cm = {
-            let lg = listener.inner.lock();
-            if lg.phase != Phase::Listen {
-                None
-            } else {
-                lg.cm.clone()
-            }
-        };
-        let Some(cm) = cm else {
-            self.close_locked(g, How::Error);
-            return;
-        };
-        g.phase = Phase::Requested;
-        let pd = frame.private_data;
+        // Out of the reader's buffer, which the endpoint's lock covers: negotiation refused
+        // more than the connection manager can carry.
+        let header = frame.header;
+        let mut pd = [0u8; PD_MAX_ULP];
+        let n = frame.private_data.len().min(PD_MAX_ULP);
+        pd[..n].copy_from_slice(&frame.private_data[..n]);
         let d = EventData {
             status: 0,
-            private_data: pd,
+            private_data: &pd[..n],
             ird,
             ord,
         };
+        if self.offer_request(g, &d).is_err() {
+            // The core is out of memory: refuse the connection in-band, so the
+            // initiator learns of it at once instead of waiting for its timeout.
+            send_reject(&self.tables, g.sock.as_ref(), &pol, &header, &[]);
+            self.close_locked(g, How::Error);
+        }
+    }
+
+    /// Responder: hands the peer's request `d` to the listener's connection manager
+    /// (CONNECT_REQUEST) and waits for the ULP's accept or reject. Ends the endpoint when
+    /// there is no listener or no room; `Err` when the core refused the upcall (out of
+    /// memory): the caller answers the peer, then closes.
+    fn offer_request(self: &Arc<Self>, g: &mut Inner, d: &EventData<'_>) -> Result<(), ()> {
+        let cm = g.listener.take().and_then(|listener| {
+            let lg = listener.inner.lock();
+            (lg.phase == Phase::Listen).then(|| lg.cm.clone()).flatten()
+        });
+        let Some(cm) = cm else {
+            self.close_locked(g, How::Error);
+            return Ok(());
+        };
+        g.phase = Phase::Requested;
         // Kept here until the ULP answers: the core names it by cookie only.
         if self
             .tables
@@ -735,23 +745,23 @@ impl Ep {
             .is_err()
         {
             self.close_locked(g, How::Error);
-            return;
+            return Ok(());
         }
         let Some(sock) = g.sock.as_ref() else {
-            return;
+            return Ok(());
         };
-        let r = cm.connect_request(sock.addrs(), &d, self.cookie);
-        if r.is_ok() {
-            self.set_deadline(g, ACCEPT_TIMEOUT_MS);
-        } else if let Err(e) = r {
-            // The core is out of memory: refuse the connection in-band, so the
-            // initiator learns of it at once instead of waiting for its timeout.
-            pr_warn!(
-                "siw_rs: connection manager refused a connect request: {:?}\n",
-                e
-            );
-            send_reject(&self.tables, Some(sock), &pol, &frame.header, &[]);
-            self.close_locked(g, How::Error);
+        match cm.connect_request(sock.addrs(), d, self.cookie) {
+            Ok(()) => {
+                self.set_deadline(g, ACCEPT_TIMEOUT_MS);
+                Ok(())
+            }
+            Err(e) => {
+                pr_warn!(
+                    "siw_rs: connection manager refused a connect request: {:?}\n",
+                    e
+                );
+                Err(())
+            }
         }
     }
 
@@ -953,49 +963,14 @@ impl Ep {
             self.close_locked(g, How::Error);
             return;
         }
-        let Some(listener) = g.listener.take() else {
-            self.close_locked(g, How::Error);
-            return;
-        };
-        let cm = {
-            let lg = listener.inner.lock();
-            if lg.phase != Phase::Listen {
-                None
-            } else {
-                lg.cm.clone()
-            }
-        };
-        let Some(cm) = cm else {
-            self.close_locked(g, How::Error);
-            return;
-        };
-        g.phase = Phase::Requested;
         let d = EventData {
             status: 0,
             private_data: pd,
             ird: clamp_u8(SIW_MAX_IRD_ORD),
             ord: clamp_u8(SIW_MAX_IRD_ORD),
         };
-        if self
-            .tables
-            .insert_request(self.cookie, self.clone())
-            .is_err()
-        {
+        if self.offer_request(g, &d).is_err() {
             self.close_locked(g, How::Error);
-            return;
-        }
-        let Some(sock) = g.sock.as_ref() else {
-            return;
-        };
-        match cm.connect_request(sock.addrs(), &d, self.cookie) {
-            Ok(()) => self.set_deadline(g, ACCEPT_TIMEOUT_MS),
-            Err(e) => {
-                pr_warn!(
-                    "siw_rs: connection manager refused a connect request: {:?}\n",
-                    e
-                );
-                self.close_locked(g, How::Error);
-            }
         }
     }
 
