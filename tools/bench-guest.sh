@@ -246,6 +246,16 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 		done
 		two_hosts_down
 	done
+	if any_selected "${crc[@]}"; then
+		SIW_RS_PARAMS="${SIW_RS_PARAMS:+$SIW_RS_PARAMS }mpa_crc_required=1" two_hosts siw_rs siw_rs
+		for b in "${crc[@]}"; do
+			name=${b%%|*}
+			selected "$name" || continue
+			read -r -a cmd <<<"${b#*|}"
+			profile_row siw_rs "$name" "${cmd[@]}"
+		done
+		two_hosts_down
+	fi
 	exit 0
 fi
 
