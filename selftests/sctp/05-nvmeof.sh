@@ -1,0 +1,29 @@
+# A kernel storage consumer over DDP over SCTP: NVMe over Fabrics (RDMA) between two
+# siw_rs_sctp devices, as storage/02-nvmeof-rs-rs runs it over TCP: nvmet exports a
+# memory-backed null_blk namespace on one (vb), nvme-cli connects from the other (va); fio
+# writes with direct I/O and reads back verifying every block (4 KiB random and 1 MiB
+# sequential); nvme disconnect. Fast registration, Send with Invalidate and many QPs at
+# once, each its own SCTP association.
+. "$ROOT/selftests/lib/common.sh"
+. "$ROOT/selftests/lib/storage.sh"
+cleanup() {
+	nvme disconnect -n "$NQN" 2>/dev/null
+	nvmet_down
+	one_ns_devices_down
+}
+# SctpOutUnorderChunks: DDP segments are unordered DATA chunks.
+chunks() { awk '$1 == "SctpOutUnorderChunks" { print $2 }' /proc/net/sctp/snmp; }
+modprobe sctp || fail "sctp module"
+before=$(chunks)
+nvmeof_pairing siw_rs_sctp siw_rs_sctp
+# fio moves 64 MiB each way: at least 40000 segments of 1434 octets went over SCTP.
+sent=$(( $(chunks) - before ))
+[ "$sent" -ge 40000 ] || fail "only $sent unordered SCTP DATA chunks sent"
+log "$sent DDP segments sent as unordered SCTP DATA chunks"
+# Every queue's association ends (the header line is all that may stay).
+for _ in $(seq 20); do
+	[ "$(wc -l </proc/net/sctp/assocs)" -le 1 ] && break
+	sleep 0.5
+done
+[ "$(wc -l </proc/net/sctp/assocs)" -le 1 ] ||
+	fail "SCTP associations left after the disconnect: $(cat /proc/net/sctp/assocs)"
