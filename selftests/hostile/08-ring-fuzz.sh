@@ -16,7 +16,12 @@ on_a timeout 600 /tmp/ring_fuzz -d "$DEV_A" -g "$g" -s "$seed" -n 1500 >/tmp/rin
 fuzz=$!
 # Another process's traffic, over the other device and the same veth, meanwhile.
 rping_sizes 20 4096
-wait $fuzz || fail "ring_fuzz (seed $seed): $(tail -n 20 /tmp/ring-fuzz.out)"
+rc=0
+wait $fuzz || rc=$?
+# Its exit status says how it ended (1: a check failed, 3: a watchdog fired, above 128: a
+# signal); its FAIL lines say why, wherever they are among the progress lines.
+[ $rc = 0 ] || fail "ring_fuzz (seed $seed) exited with $rc: $(grep -E '^FAIL' /tmp/ring-fuzz.out | head -n 5);" \
+	"last lines: $(tail -n 5 /tmp/ring-fuzz.out)"
 out=$(cat /tmp/ring-fuzz.out)
 has '^ring_fuzz: .*ring faults 0; done$' "$out" || fail "ring_fuzz (seed $seed): $(tail -n 20 <<<"$out")"
 has '^ring_fuzz: teardown done$' "$out" || fail "ring_fuzz teardown (seed $seed): $(tail -n 5 <<<"$out")"

@@ -220,11 +220,16 @@ pingpong() {
 	srv=$!
 	listening_in $sns 18515
 	# shellcheck disable=SC2086
-	if ! out=$(on_a timeout 300 "$prog" -d "$DEV_A" $cargs $saddr 2>&1); then
-		wait $srv || true
-		fail "$prog client $cargs: $out; server: $(cat /tmp/pp-s.out)"
-	fi
-	wait $srv || fail "$prog server $sargs: $(cat /tmp/pp-s.out); client: $out"
+	# On failure the address lines are left out (16 QPs' worth would push the error, which
+	# stderr writes before stdout's buffered lines, out of the log's tail), and the exit
+	# status is given (above 128: a signal).
+	local rc=0 src=0
+	out=$(on_a timeout 300 "$prog" -d "$DEV_A" $cargs $saddr 2>&1) || rc=$?
+	wait $srv || src=$?
+	[ $rc = 0 ] || fail "$prog client $cargs exited with $rc: $(grep -v ' address: ' <<<"$out");" \
+		"server (exit $src): $(grep -v ' address: ' /tmp/pp-s.out)"
+	[ $src = 0 ] || fail "$prog server $sargs exited with $src: $(grep -v ' address: ' /tmp/pp-s.out);" \
+		"client: $(grep -v ' address: ' <<<"$out")"
 	has '^[0-9]+ iters in' "$out" || fail "$prog client $cargs printed no result: $out"
 	has '^[0-9]+ iters in' "$(cat /tmp/pp-s.out)" || fail "$prog server $sargs printed no result: $(cat /tmp/pp-s.out)"
 	log "$prog $cargs${4:+ (one device)}: $(grep -E '^[0-9]+ iters in' <<<"$out")"

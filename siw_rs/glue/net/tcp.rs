@@ -660,7 +660,10 @@ impl Socket {
         // Zeroed once per call: each run fills the entries it hands to TCP.
         let mut bv: [bindings::bio_vec; MAX_IOV] = pin_init::zeroed();
         let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
-        let base = if block { 0 } else { bindings::MSG_DONTWAIT };
+        // Never SIGPIPE: a process's doorbell sends from its own system call (`Ep::send_now`),
+        // and on a connection the peer has reset TCP would signal that process, killing an
+        // unmodified verbs application (seen: ibv_srq_pingpong and our ring fuzzer, exit 141).
+        let base = bindings::MSG_NOSIGNAL | if block { 0 } else { bindings::MSG_DONTWAIT };
         let sk = self.sk();
         // SAFETY: A live socket; released below.
         unsafe { bindings::lock_sock(sk) };
