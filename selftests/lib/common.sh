@@ -219,11 +219,11 @@ pingpong() {
 	ip netns exec $sns timeout 300 "$prog" -d "$sdev" $sargs >/tmp/pp-s.out 2>&1 &
 	srv=$!
 	listening_in $sns 18515
-	# shellcheck disable=SC2086
 	# On failure the address lines are left out (16 QPs' worth would push the error, which
 	# stderr writes before stdout's buffered lines, out of the log's tail), and the exit
 	# status is given (above 128: a signal).
 	local rc=0 src=0
+	# shellcheck disable=SC2086
 	out=$(on_a timeout 300 "$prog" -d "$DEV_A" $cargs $saddr 2>&1) || rc=$?
 	wait $srv || src=$?
 	[ $rc = 0 ] || fail "$prog client $cargs exited with $rc: $(grep -v ' address: ' <<<"$out");" \
