@@ -1050,6 +1050,12 @@ impl Ep {
         let mut how = None;
         let mut again = false;
         let mut fail = None;
+        // The peer's FIN comes in order behind its last data, but the socket may show it
+        // only after the read below (`release_sock()` runs the backlog: the last message
+        // and the FIN together). Only a read that began with the close already visible has
+        // taken everything the peer sent; ending the connection sooner would flush a
+        // receive its data is waiting for (an SRQ's receive never completes at all).
+        let closed_before = rx && sock.alive().is_err();
         {
             let mut st = qp.lock();
             if !st.ep().is_some_and(|e| Arc::ptr_eq(e, self)) {
@@ -1128,7 +1134,12 @@ impl Ep {
             }
         }
         if how.is_none() && sock.alive().is_err() {
-            how = Some(How::Peer);
+            if closed_before {
+                how = Some(How::Peer);
+            } else {
+                // Read once more, now that the close shows, then end it.
+                again = true;
+            }
         }
         if let Some(f) = fail {
             self.sctp_failed(g, f);
