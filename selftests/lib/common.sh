@@ -212,27 +212,46 @@ rping_sizes() {
 # pingpong PROG "SERVER ARGS" "CLIENT ARGS" [same]: an rdma-core pingpong (ibv_rc_pingpong,
 # ibv_srq_pingpong), server on host B's device, client on host A's; with "same", both on
 # host A's device (two processes, one device). Both must exit 0 and print their result.
+#
+# ibv_srq_pingpong has a race at its end on any transport that ends a connection when the
+# peer leaves (iWARP: TCP's FIN): with several QPs its count of completed sends lags, so a
+# QP may post one more Send after the other side has everything it needs and exits; that
+# Send is flushed (wr_id 2) and the tool fails. On InfiniBand the Send would wait for an
+# ACK unseen. Only that failure, with the other side's full result printed, is run again
+# (twice at most), and each retry is logged.
 pingpong() {
-	local prog=$1 sargs=$2 cargs=$3 out srv sns=hostB sdev=$DEV_B saddr=192.168.77.2
+	local prog=$1 sargs=$2 cargs=$3 out srv sns=hostB sdev=$DEV_B saddr=192.168.77.2 try
 	if [ "${4:-}" = same ]; then sns=hostA sdev=$DEV_A saddr=192.168.77.1; fi
-	# shellcheck disable=SC2086 # the argument strings are word lists
-	ip netns exec $sns timeout 300 "$prog" -d "$sdev" $sargs >/tmp/pp-s.out 2>&1 &
-	srv=$!
-	listening_in $sns 18515
-	# On failure the address lines are left out (16 QPs' worth would push the error, which
-	# stderr writes before stdout's buffered lines, out of the log's tail), and the exit
-	# status is given (above 128: a signal).
-	local rc=0 src=0
-	# shellcheck disable=SC2086
-	out=$(on_a timeout 300 "$prog" -d "$DEV_A" $cargs $saddr 2>&1) || rc=$?
-	wait $srv || src=$?
+	local late='Failed status Work Request Flushed Error \(5\) for wr_id 2$' done_re='^[0-9]+ iters in'
+	for try in 1 2 3; do
+		# shellcheck disable=SC2086 # the argument strings are word lists
+		ip netns exec $sns timeout 300 "$prog" -d "$sdev" $sargs >/tmp/pp-s.out 2>&1 &
+		srv=$!
+		listening_in $sns 18515
+		# On failure the address lines are left out (16 QPs' worth would push the error,
+		# which stderr writes before stdout's buffered lines, out of the log's tail), and
+		# the exit status is given (above 128: a signal).
+		local rc=0 src=0
+		# shellcheck disable=SC2086
+		out=$(on_a timeout 300 "$prog" -d "$DEV_A" $cargs $saddr 2>&1) || rc=$?
+		wait $srv || src=$?
+		[ "$prog" = ibv_srq_pingpong ] && [ $try -lt 3 ] || break
+		if { [ $rc = 1 ] && [ $src = 0 ] && has "$late" "$out" &&
+			has "$done_re" "$(cat /tmp/pp-s.out)"; } ||
+			{ [ $src = 1 ] && [ $rc = 0 ] && has "$late" "$(cat /tmp/pp-s.out)" &&
+				has "$done_re" "$out"; }; then
+			log "retried: $prog $cargs${4:+ (one device)}: a Send posted after the peer finished was flushed (try $try)"
+			continue
+		fi
+		break
+	done
 	[ $rc = 0 ] || fail "$prog client $cargs exited with $rc: $(grep -v ' address: ' <<<"$out");" \
 		"server (exit $src): $(grep -v ' address: ' /tmp/pp-s.out)"
 	[ $src = 0 ] || fail "$prog server $sargs exited with $src: $(grep -v ' address: ' /tmp/pp-s.out);" \
 		"client: $(grep -v ' address: ' <<<"$out")"
-	has '^[0-9]+ iters in' "$out" || fail "$prog client $cargs printed no result: $out"
-	has '^[0-9]+ iters in' "$(cat /tmp/pp-s.out)" || fail "$prog server $sargs printed no result: $(cat /tmp/pp-s.out)"
-	log "$prog $cargs${4:+ (one device)}: $(grep -E '^[0-9]+ iters in' <<<"$out")"
+	has "$done_re" "$out" || fail "$prog client $cargs printed no result: $out"
+	has "$done_re" "$(cat /tmp/pp-s.out)" || fail "$prog server $sargs printed no result: $(cat /tmp/pp-s.out)"
+	log "$prog $cargs${4:+ (one device)}: $(grep -E "$done_re" <<<"$out")"
 }
 
 # perftest_all: each perftest benchmark over rdma_cm (-R), server on host B, client on host
