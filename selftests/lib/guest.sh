@@ -33,16 +33,16 @@ for t in "${tests[@]}"; do
 	secs=$(( $(date +%s) - start ))
 	klog=$(dmesg | tail -n +"$((before + 1))")
 	bad=$(grep -E "$bad_re" <<<"$klog")
-	# A test may name, in /tmp/siw_rs-known-report, one report of the C siw's own (an
-	# upstream bug it hits as a peer). It is excused only when it is the only report in
-	# the test's log and its first lines match; lockdep then stays off for the rest of the
-	# boot, so such a test must come last in its suite.
+	# A test may name, in /tmp/siw_rs-known-report, one report of an upstream bug outside
+	# siw_rs (the C siw's as a peer, or a kernel consumer's). It is excused only when it is
+	# the only report in the test's log and its first lines match; lockdep then stays off
+	# for the rest of the boot, so such a test must come last in its suite.
 	if [ -n "$bad" ] && [ -s /tmp/siw_rs-known-report ]; then
 		heads=$(grep -E 'WARNING:|BUG:|Oops|general protection fault|KASAN|UBSAN|refcount_t:|list_del corruption' <<<"$klog")
 		first=$(grep -nE -m1 "$bad_re" <<<"$klog" | cut -d: -f1)
 		if [ "$(wc -l <<<"$heads")" = 1 ] &&
 			grep -Eq -- "$(cat /tmp/siw_rs-known-report)" <<<"$(tail -n +"$first" <<<"$klog" | head -n 12)"; then
-			echo "# $name: excused a known C siw report: $heads"
+			echo "# $name: excused a known upstream report: $heads"
 			bad=
 		fi
 	fi

@@ -4,8 +4,17 @@
 # writes with direct I/O and reads back verifying every block (4 KiB random and 1 MiB
 # sequential); nvme disconnect. Fast registration, Send with Invalidate and many QPs at
 # once, each its own SCTP association.
+#
+# nvmet has a lock order lockdep reports (not siw_rs's locks): a command that arrives
+# before the target's ESTABLISHED event waits, and runs from the rdma_cm handler
+# (nvmet_rdma_queue_established: handler_mutex, then the I/O Connect takes
+# nvmet_config_sem); removing the port's subsystem link takes nvmet_config_sem, then
+# rdma_destroy_id takes a handler_mutex. Whether the first command beats the event is
+# timing (over SCTP often). That one report is excused (selftests/lib/guest.sh); lockdep
+# is off afterwards, so this test is the suite's last.
 . "$ROOT/selftests/lib/common.sh"
 . "$ROOT/selftests/lib/storage.sh"
+echo '\(nvmet_config_sem\).* at: nvmet_port_subsys_drop_link' >/tmp/siw_rs-known-report
 cleanup() {
 	nvme disconnect -n "$NQN" 2>/dev/null
 	nvmet_down
