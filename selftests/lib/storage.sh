@@ -162,6 +162,14 @@ fio_verify() {
 	has '^3;' "$out" || fail "fio printed no results: $out"
 }
 
+# nvmeof_cleanup: a test's cleanup after nvmeof_pairing (disconnect, nvmet down, devices
+# down), in whatever state the test stopped.
+nvmeof_cleanup() {
+	nvme disconnect -n "$NQN" 2>/dev/null
+	nvmet_down
+	one_ns_devices_down
+}
+
 # nvmeof_pairing DRV_HOST DRV_TARGET: the target on DRV_TARGET's device (vb), the host on
 # DRV_HOST's (va); connect, fio with verify, disconnect. DRV_TARGET "none": both on one
 # DRV_HOST device, the host connecting to its own address.

@@ -15,11 +15,7 @@
 . "$ROOT/selftests/lib/common.sh"
 . "$ROOT/selftests/lib/storage.sh"
 echo '\(nvmet_config_sem\).* at: nvmet_port_subsys_drop_link' >/tmp/siw_rs-known-report
-cleanup() {
-	nvme disconnect -n "$NQN" 2>/dev/null
-	nvmet_down
-	one_ns_devices_down
-}
+cleanup() { nvmeof_cleanup; }
 # SctpOutUnorderChunks: DDP segments are unordered DATA chunks.
 chunks() { awk '$1 == "SctpOutUnorderChunks" { print $2 }' /proc/net/sctp/snmp; }
 modprobe sctp || fail "sctp module"

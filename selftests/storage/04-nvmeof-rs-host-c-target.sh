@@ -4,9 +4,5 @@
 # (See selftests/lib/storage.sh for why both ends share the initial namespace.)
 . "$ROOT/selftests/lib/common.sh"
 . "$ROOT/selftests/lib/storage.sh"
-cleanup() {
-	nvme disconnect -n "$NQN" 2>/dev/null
-	nvmet_down
-	one_ns_devices_down
-}
+cleanup() { nvmeof_cleanup; }
 nvmeof_pairing siw_rs siw

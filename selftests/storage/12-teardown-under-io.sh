@@ -7,9 +7,7 @@
 . "$ROOT/selftests/lib/common.sh"
 . "$ROOT/selftests/lib/storage.sh"
 cleanup() {
-	nvme disconnect -n "$NQN" 2>/dev/null
-	nvmet_down
-	one_ns_devices_down
+	nvmeof_cleanup
 	nfs_server_down
 	two_hosts_down
 }
