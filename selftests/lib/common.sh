@@ -216,9 +216,9 @@ rping_sizes() {
 # ibv_srq_pingpong has a race at its end on any transport that ends a connection when the
 # peer leaves (iWARP: TCP's FIN): with several QPs its count of completed sends lags, so a
 # QP may post one more Send after the other side has everything it needs and exits; that
-# Send is flushed (wr_id 2) and the tool fails. On InfiniBand the Send would wait for an
-# ACK unseen. Only that failure, with the other side's full result printed, is run again
-# (twice at most), and each retry is logged.
+# Send is flushed (wr_id 2) and the tool fails. On InfiniBand that Send would only fail
+# its retries after the tool had finished. Only that failure, with the other side's full
+# result printed, is run again (twice at most), and each retry is logged.
 pingpong() {
 	local prog=$1 sargs=$2 cargs=$3 out srv sns=hostB sdev=$DEV_B saddr=192.168.77.2 try
 	if [ "${4:-}" = same ]; then sns=hostA sdev=$DEV_A saddr=192.168.77.1; fi
