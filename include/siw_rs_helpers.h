@@ -18,6 +18,7 @@ struct net_device;
 struct page;
 struct sock;
 struct socket;
+struct spinlock;
 struct uverbs_attr_bundle;
 struct workqueue_struct;
 
@@ -101,8 +102,17 @@ int rust_helper_sk_err(const struct sock *sk);
 int rust_helper_sk_state(const struct sock *sk);
 void rust_helper_sk_set_bound_dev_if(struct sock *sk, int ifindex);
 bool rust_helper_sk_hold_net(struct sock *sk);
+/* a TCP stream socket: tcp_read_sock() may read it */
+bool rust_helper_sk_is_tcp(const struct sock *sk);
 bool rust_helper_maybe_get_net(struct net *net);
 void rust_helper_put_net(struct net *net);
+
+/* Locking with bottom halves off (helpers/sync.c) */
+void rust_helper_spin_lock_bh(struct spinlock *lock);
+void rust_helper_spin_unlock_bh(struct spinlock *lock);
+int rust_helper_spin_trylock_bh(struct spinlock *lock);
+void rust_helper_local_bh_disable(void);
+void rust_helper_local_bh_enable(void);
 
 /* siw_rs/helpers/layout.c: entry @i of include/siw_rs_layout.h, measured in C; ~0UL past the end. */
 unsigned long siw_rs_layout(unsigned int i);

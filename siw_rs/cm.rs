@@ -14,12 +14,15 @@ use crate::{
         iov::IoVec,
         net::{
             netdev::NetDev,
-            tcp::{Family, SkCtx, SockAddr, SockEvent, SockEvents, Socket, Transport},
+            tcp::{
+                CallbackSock, Family, SkCtx, SockAddr, SockEvent, SockEvents, Socket, Transport,
+            },
         },
         rdma::{
             cm::{CmEvent, CmId, ConnParam, EventData, RequestCookie},
             device::Device,
         },
+        sync::{new_spinlock_bh, SpinLockBh},
         workqueue as work,
     },
     proto::qp::State,
@@ -172,6 +175,12 @@ pub(crate) struct Ep {
     backoff: DelayedWork<Ep, 2>,
     #[pin]
     inner: Mutex<Inner>,
+    /// The QP of an established TCP connection, which the socket's data-ready callback
+    /// receives for in place (see [`Ep::receive_in_callback`]); `None` otherwise. Held by
+    /// the callback while it receives, so that it is gone for good once the close has
+    /// taken it.
+    #[pin]
+    fast: SpinLockBh<Option<Arc<QpCore>>>,
 }
 
 impl_has_work! {
@@ -330,6 +339,12 @@ impl SockEvents for Ep {
     fn sock_event(this: ArcBorrow<'_, Self>, _ev: SockEvent) {
         Arc::from(this).kick();
     }
+
+    fn data_ready(this: ArcBorrow<'_, Self>, sk: &CallbackSock<'_>) {
+        if !this.receive_in_callback(sk) {
+            Arc::from(this).kick();
+        }
+    }
 }
 
 /// The MPA policy: the C siw's defaults (rev 2, no CRC unless the peer asks, markers not
@@ -434,6 +449,7 @@ impl Ep {
                     tx_hold: None,
                     sctp,
                 }, name, class),
+                fast <- new_spinlock_bh!(None, "Ep::fast"),
             }),
             GFP_KERNEL,
         )
@@ -529,6 +545,7 @@ impl Ep {
                     }
                 }
                 Phase::Established => {
+                    self.receive_in_callbacks(&g);
                     self.data(&mut g, true);
                     return;
                 }
@@ -1039,6 +1056,67 @@ impl Ep {
         }
     }
 
+    /// From now on the socket's data-ready callback receives in place (TCP only: an SCTP
+    /// message's DDP-SSN ordering runs in the work).
+    fn receive_in_callbacks(&self, g: &Inner) {
+        if g.sctp.is_some() {
+            return;
+        }
+        if let Some(qp) = g.qp.as_ref() {
+            let mut fast = self.fast.lock();
+            if fast.is_none() {
+                *fast = Some(qp.clone());
+            }
+        }
+    }
+
+    /// Receives in the socket's data-ready callback, in softirq, as the C siw does: this
+    /// saves the hand-off to the connection's work, and its context switch, per message.
+    /// Returns false when the work must run instead or as well:
+    /// - it is not receiving here (not yet established, or closing), or a process owns the
+    ///   QP's state (the work, a doorbell or a verb: the work reads then);
+    /// - receiving stopped (a Terminate to send, or the peer's), or the read failed: the
+    ///   work acts on it, since only it may send and close;
+    /// - the transmit side has work: a Read or Atomic to answer, the first message in (a
+    ///   responder's hold on its first FPDU ends), or an ORD slot freed that a posted Read
+    ///   waits for.
+    fn receive_in_callback(&self, sk: &CallbackSock<'_>) -> bool {
+        let fast = self.fast.lock();
+        let Some(qp) = fast.as_ref() else {
+            return false;
+        };
+        let Some(mut st) = qp.try_lock_bh() else {
+            return false;
+        };
+        if !st.ep().is_some_and(|e| core::ptr::eq(&**e, self)) {
+            return false;
+        }
+        let (messages, orq) = match st.link() {
+            Some(l) if !l.rx.stopped() => (l.rx.messages, l.tx.orq.len()),
+            _ => return false,
+        };
+        let mut stop = None;
+        let r = sk.read(&mut |buf| {
+            let (n, s) = rx::feed(qp, &mut st, buf);
+            if s.is_some() {
+                stop = s;
+            }
+            n
+        });
+        let Some(link) = st.link_mut() else {
+            return false;
+        };
+        if let Some(s) = stop {
+            link.rx.defer(s);
+            return false;
+        }
+        let answer = !link.tx.irq.is_empty();
+        let first = messages == 0 && link.rx.messages > 0;
+        let freed = link.tx.orq.len() < orq;
+        let work_due = r.is_err() || answer || first || (freed && qp.sq_waiting(&st));
+        !work_due
+    }
+
     /// The data path: receive what arrived (if `rx`), send what is queued, notice the peer
     /// leaving.
     fn data(self: &Arc<Self>, g: &mut Inner, rx: bool) {
@@ -1085,6 +1163,10 @@ impl Ep {
                     n
                 })
             };
+            if stop.is_none() {
+                // The socket's callback stopped receiving and left it to us.
+                stop = st.link_mut().and_then(|l| l.rx.take_deferred());
+            }
             match &stop {
                 Some(RxStop::Term(e)) => pr_debug!("siw_rs: rx term {:?}\n", e),
                 Some(RxStop::PeerTerminated) => pr_debug!("siw_rs: peer terminated\n"),
@@ -1159,6 +1241,10 @@ impl Ep {
         }
         pr_debug!("siw_rs: close {:?} how {}\n", prev, how as u8);
         g.phase = Phase::Closed;
+        // No more receiving in the socket's callback (one in progress is waited for). The
+        // QP goes after the lock: `g.qp` holds it too, but no drop under a spinlock.
+        let fast = self.fast.lock().take();
+        drop(fast);
         // Over SCTP an open session ends with our DDP Stream Session Terminate, in its turn
         // after our last segment (RFC 5043 section 6.2), unless the association is aborted.
         let term_ssn = g

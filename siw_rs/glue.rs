@@ -8,6 +8,7 @@
 //! - [`net`]: kernel TCP sockets with their callbacks, and network devices with their
 //!   notifier.
 //! - [`workqueue`]: the module's workqueue.
+//! - [`sync`]: locks that softirq (a socket callback) shares with process context.
 //! - [`siw_abi`]: the siw user ABI (`include/uapi/rdma/siw-abi.h`), the one siw-specific part.
 //!
 //! Everything here turns C objects into safe types and `#[vtable]` traits, so the driver
@@ -20,6 +21,7 @@ pub(crate) mod layout;
 pub(crate) mod net;
 pub(crate) mod rdma;
 pub(crate) mod siw_abi;
+pub(crate) mod sync;
 pub(crate) mod workqueue;
 
 /// 32 random bits from the kernel's CSPRNG (`get_random_u32`).

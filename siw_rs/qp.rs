@@ -62,6 +62,7 @@ use crate::{
             RQE_SIZE,
             SQE_SIZE, //
         },
+        sync::{new_owner_lock, BhGuard, OwnerGuard, OwnerLock},
         workqueue,
     },
     limit::{
@@ -107,13 +108,12 @@ use core::sync::atomic::{
     Ordering, //
 };
 use kernel::{
-    impl_has_delayed_work, impl_has_work, new_delayed_work, new_mutex, new_spinlock_irq, new_work,
+    impl_has_delayed_work, impl_has_work, new_delayed_work, new_spinlock_irq, new_work,
     prelude::*,
     str::CString,
     sync::{
         Arc,
         Completion as Done,
-        Mutex,
         SetOnce,
         SpinLockIrq, //
     },
@@ -397,8 +397,10 @@ pub(crate) struct QpCore {
     tables: Arc<Tables>,
     /// The connection's counts, until they move to the device's when it ends.
     stats: QpStats,
+    /// Owned by a process, or held by the socket's data-ready callback (softirq) when no
+    /// process owns it, which receives in place then (see [`OwnerLock`]).
     #[pin]
-    st: Mutex<QpState>,
+    st: OwnerLock<QpState>,
     /// References of the connection manager (`iw_add_ref`), plus one of the QP itself.
     cm_refs: AtomicU32,
     /// Completed when `cm_refs` reaches zero.
@@ -606,9 +608,24 @@ impl QpCore {
         &self.stats
     }
 
-    /// Locks the QP's state.
-    pub(crate) fn lock(&self) -> kernel::sync::MutexGuard<'_, QpState> {
+    /// Owns the QP's state (process context; may sleep).
+    pub(crate) fn lock(&self) -> OwnerGuard<'_, QpState> {
         self.st.lock()
+    }
+
+    /// The QP's state for the socket's data-ready callback (softirq), unless a process
+    /// owns it: then `None`, and the connection's work must receive instead.
+    pub(crate) fn try_lock_bh(&self) -> Option<BhGuard<'_, QpState>> {
+        self.st.try_lock_bh()
+    }
+
+    /// The send queue has an element posted that the transmit engine has not taken.
+    pub(crate) fn sq_waiting(&self, st: &QpState) -> bool {
+        let off = self.sq.offset(st.sq_get, SQE_SIZE);
+        self.sq
+            .mem
+            .atomic_u16(off.saturating_add(WQE_FLAGS))
+            .is_some_and(|f| f.load(Ordering::Acquire) & wqe::VALID != 0)
     }
 
     /// The `ib_qp`, once the core has set the QP up.
@@ -702,7 +719,7 @@ impl SiwQp {
                 kernel,
                 tables: dev.tables.clone(),
                 stats: QpStats::new(),
-                st <- new_mutex!(QpState {
+                st <- new_owner_lock!(QpState {
                     state: State::Idle,
                     rq_get: 0,
                     sq_get: 0,
@@ -712,7 +729,7 @@ impl SiwQp {
                     link: None,
                     handle: None,
                     av: None,
-                }),
+                }, "QpCore::st"),
                 cm_refs: AtomicU32::new(1),
                 released <- Done::new(),
                 cm_handle: SetOnce::new(),

@@ -9,6 +9,8 @@
 //! enforced, as by the C siw; see `qp.rs`.)
 //!
 //! Everything here runs inside the socket read actor, in atomic context: spinlocks only.
+//! Over TCP that is mostly the socket's data-ready callback itself (softirq), as in the C
+//! siw; else the connection's work. So every lock taken here is softirq-safe.
 
 use crate::{
     cq::Completion,
@@ -60,6 +62,9 @@ pub(crate) struct RxState {
     /// Receiving stopped for good (a Terminate is due or came in): nothing after the
     /// error is placed or completed.
     stopped: bool,
+    /// Why, when the socket's callback stopped it: the connection's work, which can send
+    /// and close, acts on it.
+    deferred: Option<RxStop>,
 }
 
 /// Why receiving stopped for good.
@@ -90,6 +95,7 @@ impl RxState {
             write_len: 0,
             last_write: None,
             stopped: false,
+            deferred: None,
         })
     }
 
@@ -102,6 +108,22 @@ impl RxState {
     /// down and it must still complete.
     pub(crate) fn take_recv(&mut self) -> Option<(u64, Option<u16>)> {
         self.send.take().map(|s| (s.id, s.status))
+    }
+
+    /// Receiving stopped for good.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Leaves why receiving stopped to the connection's work (the socket's callback found
+    /// it, and can neither send the Terminate nor close).
+    pub(crate) fn defer(&mut self, stop: RxStop) {
+        self.deferred.get_or_insert(stop);
+    }
+
+    /// Why the socket's callback stopped receiving, if it did and nobody acted on it yet.
+    pub(crate) fn take_deferred(&mut self) -> Option<RxStop> {
+        self.deferred.take()
     }
 
     /// The raw header of the FPDU being received (for a Terminate).

@@ -27,6 +27,7 @@ use crate::{
             UrespCreateSrq,
             RQE_SIZE, //
         },
+        sync::{new_spinlock_bh, SpinLockBh},
     },
     limit::{
         Counted,
@@ -44,11 +45,10 @@ use core::sync::atomic::{
     Ordering, //
 };
 use kernel::{
-    new_spinlock, new_spinlock_irq,
+    new_spinlock_irq,
     prelude::*,
     sync::{
         Arc,
-        SpinLock,
         SpinLockIrq, //
     },
 };
@@ -59,10 +59,10 @@ pub(crate) struct SrqShared {
     pub(crate) mem: Arc<SharedMem>,
     pub(crate) entries: u32,
     pub(crate) max_sge: u32,
-    /// The consumer index (free-running), taken by whichever QP receives. A spinlock:
-    /// receiving runs inside `skb_seq_read()`'s atomic mapping of the skb.
+    /// The consumer index (free-running), taken by whichever QP receives. A spinlock
+    /// taken with bottom halves off: receiving runs in the socket's callback (softirq).
     #[pin]
-    pub(crate) get: SpinLock<u32>,
+    pub(crate) get: SpinLockBh<u32>,
     /// The SRQ limit (`query_srq` reports it).
     pub(crate) limit: AtomicU32,
     /// Whether the limit event is armed: it fires once, when a receive leaves fewer than
@@ -139,7 +139,7 @@ impl SiwSrq {
                 mem,
                 entries,
                 max_sge: attr.max_sge,
-                get <- new_spinlock!(0u32, "SrqShared::get"),
+                get <- new_spinlock_bh!(0u32, "SrqShared::get"),
                 limit: AtomicU32::new(attr.srq_limit),
                 armed: AtomicBool::new(attr.srq_limit != 0),
                 put <- new_spinlock_irq!(0u32, "SrqShared::put"),

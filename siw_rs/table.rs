@@ -9,6 +9,7 @@ use crate::{
     glue::{
         random_u32,
         rdma::cm::{QpHandle, RequestCookie},
+        sync::bh_off,
     },
     mr::{MrCore, STAG_INDEX_MASK},
     qp::QpCore,
@@ -28,6 +29,7 @@ use kernel::{
         UniqueArc, //
     },
     xarray::{
+        self,
         AllocKind,
         XArray, //
     },
@@ -40,6 +42,8 @@ pub(crate) struct Tables {
     /// `cm_id_priv->lock`, which other iWARP drivers take in softirq context.
     #[pin]
     qps: SpinLockIrq<RBTree<u32, Arc<QpCore>>>,
+    /// MRs by STag index. The receive path looks them up in softirq (the socket's
+    /// callback), so the XArray's plain spinlock is taken with bottom halves off.
     #[pin]
     mrs: XArray<Arc<MrCore>>,
     /// Connection requests reported to the connection manager and not yet accepted or
@@ -158,14 +162,18 @@ impl Tables {
             let stag = (index << 8) | (mr.stag & 0xff);
             mr.stag = stag;
             let arc = Arc::from(mr);
-            let mut g = self.mrs.lock();
-            if g.get(index as usize).is_none() {
-                return g
-                    .store(index as usize, arc, GFP_ATOMIC)
+            let taken = self.with_mrs(|g| {
+                if g.get(index as usize).is_some() {
+                    return Err(arc);
+                }
+                Ok(g.store(index as usize, arc, GFP_ATOMIC)
                     .map(|_| stag)
-                    .map_err(|e| e.error);
-            }
-            drop(g);
+                    .map_err(|e| e.error))
+            });
+            let arc = match taken {
+                Ok(r) => return r,
+                Err(arc) => arc,
+            };
             // Nobody else has seen it: still unique.
             mr = Pin::into_inner(Arc::into_unique_or_drop(arc).ok_or(EBUSY)?);
         }
@@ -175,33 +183,42 @@ impl Tables {
     /// Forgets the MR with STag index `index` (deregistration); its registration is
     /// invalid from now on, also to work still holding it.
     pub(crate) fn remove_mr(&self, index: u32) -> Option<Arc<MrCore>> {
-        let mr = self.mrs.lock().remove(index as usize)?;
+        let mr = self.with_mrs(|g| g.remove(index as usize))?;
         mr.set_invalid();
         Some(mr)
     }
 
     /// The MR named by `stag` (index and key must match), if the STag is valid.
     pub(crate) fn mr(&self, stag: u32) -> Option<Arc<MrCore>> {
-        let mr = self.mrs.lock().get((stag >> 8) as usize).map(Arc::from)?;
+        let mr = self.with_mrs(|g| g.get((stag >> 8) as usize).map(Arc::from))?;
         (mr.stag == stag && mr.is_valid()).then_some(mr)
     }
 
     /// The MR (the current registration) at STag index `index`, valid or not.
     pub(crate) fn mr_at(&self, index: u32) -> Option<Arc<MrCore>> {
-        self.mrs.lock().get(index as usize).map(Arc::from)
+        self.with_mrs(|g| g.get(index as usize).map(Arc::from))
+    }
+
+    /// Runs `f` on the MR table, locked with bottom halves off (the receive path looks MRs
+    /// up in softirq). The lock goes before bottom halves come back on.
+    fn with_mrs<R>(&self, f: impl FnOnce(&mut xarray::Guard<'_, Arc<MrCore>>) -> R) -> R {
+        let bh = bh_off();
+        let mut g = self.mrs.lock();
+        let r = f(&mut g);
+        drop(g);
+        drop(bh);
+        r
     }
 
     /// Puts the registration `mr` in place of the one at index `index`, which must be
     /// there (a fast-registration MR's `REG_MR`).
     pub(crate) fn replace_mr(&self, index: u32, mr: Arc<MrCore>) -> Result {
-        let old = {
-            let mut g = self.mrs.lock();
+        let old = self.with_mrs(|g| {
             if g.get(index as usize).is_none() {
                 return Err(ENOENT);
             }
-            g.store(index as usize, mr, GFP_ATOMIC)
-                .map_err(|e| e.error)?
-        };
+            g.store(index as usize, mr, GFP_ATOMIC).map_err(|e| e.error)
+        })?;
         // Dropped outside the lock.
         drop(old);
         Ok(())

@@ -218,11 +218,17 @@ profile_row() {
 	kill -INT "$pid"
 	wait "$pid" || true
 	perf script -i "/tmp/bench-$drv.perf" --kallsyms=/proc/kallsyms -F ip,sym,dso 2>/dev/null |
-		awk '{ $1 = ""; sub(/^ /, ""); print }' | grep -Ev "$IDLE" >/tmp/bench-syms.txt || true
+		awk '{ $1 = ""; sub(/^ /, ""); print }' >/tmp/bench-all.txt || true
+	grep -Ev "$IDLE" </tmp/bench-all.txt >/tmp/bench-syms.txt || true
 	n=$(wc -l </tmp/bench-syms.txt)
+	# The driver's own code: the module's symbols (siw.ko, or siw_rs's, which perf names
+	# [siw_rs]); the rest (TCP/IP, scheduler, perftest, libsiw) both drivers share.
+	d=$(grep -Ec '\(/lib/modules/.*/siw\.ko\)$|\(\[siw_rs\]\)$' /tmp/bench-syms.txt || true)
 	{
-		echo "## $drv $name: result $v, $msgs messages, $n samples outside the idle loop," \
-			"$(awk -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", n / m }') per message;" \
+		echo "## $drv $name: result $v, $msgs messages, $(wc -l </tmp/bench-all.txt) samples" \
+			"($((  $(wc -l </tmp/bench-all.txt) - n )) in the idle loop), $n outside it," \
+			"$(awk -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", n / m }') per message," \
+			"of which the driver's own code $d ($(awk -v d="$d" -v n="$n" 'BEGIN { printf "%.1f", n ? 100 * d / n : 0 }')%);" \
 			"$(awk -v n="$((c1 - c0))" -v m="$msgs" 'BEGIN { printf "%.2f", n / m }')" \
 			"context switches per message; per symbol: samples, per 1000 messages"
 		sort /tmp/bench-syms.txt | uniq -c | sort -rn |

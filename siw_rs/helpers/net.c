@@ -241,6 +241,11 @@ int rust_helper_sk_state(const struct sock *sk)
 	return READ_ONCE(sk->sk_state);
 }
 
+bool rust_helper_sk_is_tcp(const struct sock *sk)
+{
+	return sk->sk_type == SOCK_STREAM && sk->sk_protocol == IPPROTO_TCP;
+}
+
 /* Makes @sk hold a reference on its namespace, if it does not (a socket accepted from a
  * kernel listener); false if the namespace is already going away. */
 bool rust_helper_sk_hold_net(struct sock *sk)

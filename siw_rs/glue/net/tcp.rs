@@ -753,21 +753,14 @@ impl Socket {
     /// `f` runs in atomic context (`skb_seq_read()` maps paged data with `kmap_atomic()`):
     /// it may take spinlocks, never a mutex, and must not sleep.
     pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
-        let mut f = f;
-        let mut desc: bindings::read_descriptor_t = pin_init::zeroed();
-        desc.arg.data = (&raw mut f).cast();
-        desc.count = 1;
         let sk = self.sk();
-        // SAFETY: A live socket, locked around the read as `tcp_read_sock` requires; the
-        // actor gets back the pointer to `f`, which outlives the call.
-        let r = unsafe {
+        // SAFETY: A live socket; `lock_sock` gives the read the lock `tcp_read_sock` needs.
+        unsafe {
             bindings::lock_sock(sk);
-            let r = bindings::tcp_read_sock(sk, &mut desc, Some(read_actor));
+            let r = read_sock(sk, f);
             bindings::release_sock(sk);
             r
-        };
-        to_result(r)?;
-        usize::try_from(r).map_err(|_| EINVAL)
+        }
     }
 
     /// `Ok(true)` when established, `Ok(false)` while connecting or listening, an error once
@@ -979,8 +972,8 @@ impl Callbacks {
 
 /// What a sock's `sk_user_data` points to while an owner is attached.
 struct RawCtx {
-    /// Calls the owner.
-    event: Option<unsafe fn(data: *mut c_void, ev: SockEvent)>,
+    /// Calls the owner (with the sock, for [`SockEvent::Data`] from `sk_data_ready`).
+    event: Option<unsafe fn(data: *mut c_void, ev: SockEvent, sk: *mut bindings::sock)>,
     /// The owner, from `ForeignOwnable::into_foreign`.
     data: *mut c_void,
     /// The callbacks ours replaced.
@@ -1028,6 +1021,48 @@ pub(crate) trait SockEvents: Send + Sync + Sized + 'static {
     /// A callback fired. Runs in softirq or process context, under `sk_callback_lock`: it
     /// must not sleep or call into the socket.
     fn sock_event(this: ArcBorrow<'_, Self>, ev: SockEvent);
+
+    /// Data arrived on a TCP socket, which `sk` may read in place (as the C siw receives in
+    /// its `sk_data_ready`). Runs as [`SockEvents::sock_event`] does; by default it is
+    /// [`SockEvent::Data`] to that.
+    fn data_ready(this: ArcBorrow<'_, Self>, sk: &CallbackSock<'_>) {
+        let _ = sk;
+        Self::sock_event(this, SockEvent::Data)
+    }
+}
+
+/// The TCP socket an `sk_data_ready` callback is for, inside that callback: TCP calls it with
+/// the socket locked (`bh_lock_sock()` in softirq, or owned by the process whose
+/// `release_sock()` runs the backlog), so it can be read without taking the lock.
+pub(crate) struct CallbackSock<'a> {
+    sk: *mut bindings::sock,
+    _cb: core::marker::PhantomData<&'a bindings::sock>,
+}
+
+impl CallbackSock<'_> {
+    /// Reads as [`Socket::read`] does, under the lock the callback's caller holds.
+    pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+        // SAFETY: A live TCP sock, locked by the socket layer for the callback this value
+        // lives in (type invariant, see `event`).
+        unsafe { read_sock(self.sk, f) }
+    }
+}
+
+/// `tcp_read_sock` with [`read_actor`] calling `f`.
+///
+/// # Safety
+///
+/// `sk` is a live TCP sock whose lock the caller holds (owned, or `bh_lock_sock`).
+unsafe fn read_sock(sk: *mut bindings::sock, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+    let mut f = f;
+    let mut desc: bindings::read_descriptor_t = pin_init::zeroed();
+    desc.arg.data = (&raw mut f).cast();
+    desc.count = 1;
+    // SAFETY: By the caller's guarantee; the actor gets back the pointer to `f`, which
+    // outlives the call.
+    let r = unsafe { bindings::tcp_read_sock(sk, &mut desc, Some(read_actor)) };
+    to_result(r)?;
+    usize::try_from(r).map_err(|_| EINVAL)
 }
 
 /// A socket callback's call into the owner.
@@ -1035,11 +1070,23 @@ pub(crate) trait SockEvents: Send + Sync + Sized + 'static {
 /// # Safety
 ///
 /// `data` is the pointer [`Socket::attach`] stored, while the callbacks are installed.
-unsafe fn event<E: SockEvents>(data: *mut c_void, ev: SockEvent) {
+/// `sk`, when not null, is the live sock of the callback that calls this, inside that
+/// callback.
+unsafe fn event<E: SockEvents>(data: *mut c_void, ev: SockEvent, sk: *mut bindings::sock) {
     // SAFETY: `data` is the `into_foreign` pointer `attach` stored; that reference lives
     // until `detach`, which waits for this callback to return.
     let owner: ArcBorrow<'_, E> = unsafe { Arc::<E>::borrow(data) };
-    E::sock_event(owner, ev);
+    // SAFETY: A live sock, by the caller's guarantee.
+    if ev == SockEvent::Data && !sk.is_null() && unsafe { bindings::sk_is_tcp(sk) } {
+        // INVARIANT: `sk_data_ready` of a TCP sock: TCP holds the sock's lock around it.
+        let cb = CallbackSock {
+            sk,
+            _cb: core::marker::PhantomData,
+        };
+        E::data_ready(owner, &cb);
+    } else {
+        E::sock_event(owner, ev);
+    }
 }
 
 /// Runs TCP's own callback for `ev`, then the owner's.
@@ -1068,7 +1115,7 @@ unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
                 f(sk);
             }
             if let Some(e) = (*ctx).event {
-                e((*ctx).data, ev);
+                e((*ctx).data, ev, sk);
             }
         }
         bindings::read_unlock_bh(lock);
@@ -1131,7 +1178,7 @@ unsafe extern "C" fn wait_wake(
     unsafe {
         let ctx = (*entry).private.cast::<RawCtx>();
         if let Some(e) = (*ctx).event {
-            e((*ctx).data, SockEvent::WriteSpace);
+            e((*ctx).data, SockEvent::WriteSpace, core::ptr::null_mut());
         }
     }
     0
@@ -1141,7 +1188,7 @@ unsafe extern "C" fn wait_wake(
 ///
 /// # Safety
 ///
-/// Called by `tcp_read_sock` from [`Socket::read`], with `desc.arg.data` pointing to the
+/// Called by `tcp_read_sock` from [`read_sock`], with `desc.arg.data` pointing to the
 /// reader and `len` bytes of `skb` at `off`.
 unsafe extern "C" fn read_actor(
     desc: *mut bindings::read_descriptor_t,
@@ -1149,7 +1196,7 @@ unsafe extern "C" fn read_actor(
     off: c_uint,
     len: usize,
 ) -> c_int {
-    // SAFETY: `Socket::read` stored a pointer to its `&mut dyn FnMut`, live for the read.
+    // SAFETY: `read_sock` stored a pointer to its `&mut dyn FnMut`, live for the read.
     let f = unsafe { &mut *(*desc).arg.data.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
     let mut st: bindings::skb_seq_state = pin_init::zeroed();
     let end = off.saturating_add(u32::try_from(len).unwrap_or(u32::MAX));
