@@ -213,8 +213,11 @@ profile_row() {
 	read -r -t 120 _ <&9 || echo "# perf did not acknowledge" >&2
 	exec 8>&- 9<&-
 	c0=$(awk '$1 == "ctxt" { print $2 }' /proc/stat)
+	# Packets host A sent and received on its veth (both directions of the connection).
+	p0=$(ip netns exec hostA cat /sys/class/net/va/statistics/{tx,rx}_packets | paste -sd+ | bc)
 	v=$(run_perf "$name" "$@")
 	c1=$(awk '$1 == "ctxt" { print $2 }' /proc/stat)
+	p1=$(ip netns exec hostA cat /sys/class/net/va/statistics/{tx,rx}_packets | paste -sd+ | bc)
 	kill -INT "$pid"
 	wait "$pid" || true
 	perf script -i "/tmp/bench-$drv.perf" --kallsyms=/proc/kallsyms -F ip,sym,dso 2>/dev/null |
@@ -230,7 +233,8 @@ profile_row() {
 			"$(awk -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", n / m }') per message," \
 			"of which the driver's own code $d ($(awk -v d="$d" -v n="$n" 'BEGIN { printf "%.1f", n ? 100 * d / n : 0 }')%);" \
 			"$(awk -v n="$((c1 - c0))" -v m="$msgs" 'BEGIN { printf "%.2f", n / m }')" \
-			"context switches per message; per symbol: samples, per 1000 messages"
+			"context switches and $(awk -v n="$((p1 - p0))" -v m="$msgs" 'BEGIN { printf "%.2f", n / m }')" \
+			"packets (both ways) per message; per symbol: samples, per 1000 messages"
 		sort /tmp/bench-syms.txt | uniq -c | sort -rn |
 			awk -v m="$msgs" 'NR <= 60 { c = $1; $1 = ""; printf "%8d %8.2f %s\n", c, c * 1000 / m, $0 }'
 		dmesg | grep -i perf | tail -n 3
