@@ -104,6 +104,7 @@ void rust_helper_sk_set_bound_dev_if(struct sock *sk, int ifindex);
 bool rust_helper_sk_hold_net(struct sock *sk);
 /* a TCP stream socket: tcp_read_sock() may read it */
 bool rust_helper_sk_is_tcp(const struct sock *sk);
+int rust_helper_tcp_inq(struct sock *sk);
 bool rust_helper_maybe_get_net(struct net *net);
 void rust_helper_put_net(struct net *net);
 

@@ -109,6 +109,10 @@ module! {
             default: true,
             description: "Offer and accept the RFC 7306 extensions (atomics, RDMA Write with Immediate Data) on every connection, with siw_rs-private MPA bits; a peer that does not answer the offer (the C siw) is never sent one, and a kernel consumer's atomic or Write with Immediate on such a connection fails to post (EOPNOTSUPP). Also sets atomic_cap",
         },
+        callback_rx_max: u32 {
+            default: 1024,
+            description: "Receive in the socket's data-ready callback (softirq, as the C siw; no hand-off per message) while at most this many bytes wait in the socket; above it, the connection's work reads them in one batch (fewer reads and window updates for bulk data). 0: always the work",
+        },
         max_fpdu: u32 {
             default: 0,
             description: "Largest FPDU in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384. Where fpdu_gso is agreed, FPDUs are this long (0: 16384) whatever the MSS",

@@ -246,6 +246,11 @@ bool rust_helper_sk_is_tcp(const struct sock *sk)
 	return sk->sk_type == SOCK_STREAM && sk->sk_protocol == IPPROTO_TCP;
 }
 
+int rust_helper_tcp_inq(struct sock *sk)
+{
+	return tcp_inq(sk);
+}
+
 /* Makes @sk hold a reference on its namespace, if it does not (a socket accepted from a
  * kernel listener); false if the namespace is already going away. */
 bool rust_helper_sk_hold_net(struct sock *sk)

@@ -1040,6 +1040,12 @@ pub(crate) struct CallbackSock<'a> {
 }
 
 impl CallbackSock<'_> {
+    /// Bytes waiting to be read (`tcp_inq()`).
+    pub(crate) fn queued(&self) -> usize {
+        // SAFETY: A live TCP sock, locked for this callback (type invariant).
+        usize::try_from(unsafe { bindings::tcp_inq(self.sk) }).unwrap_or(0)
+    }
+
     /// Reads as [`Socket::read`] does, under the lock the callback's caller holds.
     pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
         // SAFETY: A live TCP sock, locked by the socket layer for the callback this value
