@@ -114,6 +114,7 @@ void rust_helper_spin_unlock_bh(struct spinlock *lock);
 int rust_helper_spin_trylock_bh(struct spinlock *lock);
 void rust_helper_local_bh_disable(void);
 void rust_helper_local_bh_enable(void);
+bool rust_helper_in_softirq(void);
 
 /* siw_rs/helpers/layout.c: entry @i of include/siw_rs_layout.h, measured in C; ~0UL past the end. */
 unsigned long siw_rs_layout(unsigned int i);

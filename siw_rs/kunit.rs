@@ -2,7 +2,8 @@
 
 //! KUnit tests of the driver logic that exists only in the kernel build (the protocol core
 //! has its host tests): ring indexing and posting, object limits, the completion mapping,
-//! fast registration's STag states and page lists, the Read watchdog's verdict.
+//! fast registration's STag states and page lists, the Read watchdog's verdict, and the
+//! lock a QP's state shares with the socket's callback.
 //! They run when the module loads on a kernel with KUnit; `selftests/device` checks their
 //! results.
 //!
@@ -380,6 +381,41 @@ mod watchdog {
         let mut w = ReadWatch::default();
         assert!(!w.look(u64::MAX, true, true));
         assert!(!w.look(0, true, true));
+        Ok(())
+    }
+}
+
+#[kunit_tests(siw_rs_sync)]
+mod sync {
+    use crate::glue::sync::new_owner_lock;
+    use kernel::prelude::*;
+
+    #[test]
+    fn softirq_gets_the_state_only_while_no_process_owns_it() -> Result {
+        let l = KBox::pin_init(new_owner_lock!(0u32, "kunit::owner_lock"), GFP_KERNEL)?;
+        {
+            let mut owner = l.lock();
+            *owner = 1;
+            // A process owns it: the callback must leave the work to it.
+            assert!(l.try_lock_bh().is_none());
+        }
+        {
+            let mut bh = l.try_lock_bh().ok_or(EBUSY)?;
+            assert_eq!(*bh, 1);
+            *bh = 2;
+        }
+        // What softirq wrote, the next owner sees; and the owner lock is free again.
+        assert_eq!(*l.lock(), 2);
+        assert!(l.try_lock_bh().is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn the_bh_guard_keeps_bottom_halves_off() -> Result {
+        let l = KBox::pin_init(new_owner_lock!(0u32, "kunit::owner_lock_bh"), GFP_KERNEL)?;
+        let bh = l.try_lock_bh().ok_or(EBUSY)?;
+        assert!(crate::glue::sync::bh_disabled());
+        drop(bh);
         Ok(())
     }
 }

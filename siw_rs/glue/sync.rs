@@ -93,6 +93,12 @@ pub(crate) fn bh_off() -> BhOff {
     }
 }
 
+/// Bottom halves are off on this CPU (or a softirq runs): `in_softirq()`. For tests.
+pub(crate) fn bh_disabled() -> bool {
+    // SAFETY: Reads this CPU's preempt count; callable from any context.
+    unsafe { bindings::in_softirq() }
+}
+
 impl Drop for BhOff {
     fn drop(&mut self) {
         // SAFETY: Paired with `bh_off`'s disable, on the same CPU (the guard is not `Send`).

@@ -4,6 +4,7 @@
  * rust/helpers/, each rust_helper_NAME wraps the static inline function or macro NAME.
  */
 #include <linux/bottom_half.h>
+#include <linux/preempt.h>
 #include <linux/spinlock.h>
 
 #include "siw_rs_helpers.h"
@@ -31,4 +32,9 @@ void rust_helper_local_bh_disable(void)
 void rust_helper_local_bh_enable(void)
 {
 	local_bh_enable();
+}
+
+bool rust_helper_in_softirq(void)
+{
+	return in_softirq();
 }
