@@ -113,12 +113,14 @@ run_perf() {
 	echo "-"
 }
 
-# run_tcp: one iperf3 stream from host A to B for 5 s; prints the receiver's MB/s.
+# run_tcp [IPERF3 ARGS]: one iperf3 stream from host A to B, for 5 s or as ARGS say;
+# prints the receiver's MB/s.
 run_tcp() {
-	local out
+	local out args=("$@")
+	[ $# -gt 0 ] || args=(-t 5)
 	on_b iperf3 -s -1 >/tmp/bench-tcp.out 2>&1 &
 	listening_b 5201
-	out=$(on_a iperf3 -c 192.168.77.2 -t 5 -J 2>&1) || true
+	out=$(on_a iperf3 -c 192.168.77.2 "${args[@]}" -J 2>&1) || true
 	wait || true
 	python3 -c 'import json, sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e6))' \
 		<<<"$out" 2>/dev/null || { echo "# iperf3 failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')" >&2; echo "-"; }
@@ -188,19 +190,16 @@ nfs_bench_down() {
 }
 
 # BENCH_PROFILE=1: instead of the table, each selected perftest row once per driver under
-# `perf record -a` (cpu-clock). Under -icount guest time counts instructions, so a sample
-# stands for a fixed number of instructions: the samples outside the idle loop, divided by
-# the messages the row moves, compare the two drivers' cost per message, and the symbols
-# say where it goes.
+# `perf record -a` (cpu-clock), and the TCP row (iperf3 moving a fixed amount, per 64 KiB)
+# once. Under -icount guest time counts instructions, so a sample stands for a fixed number
+# of instructions: the samples outside the idle loop, divided by the messages the row
+# moves, compare the two drivers' cost per message, and the symbols say where it goes.
 IDLE='default_idle|pv_native_safe_halt|acpi_idle|cpuidle|poll_idle|do_idle|native_safe_halt'
-profile_row() {
-	local drv=$1 name=$2 msgs pid v n c0 c1
-	shift 2
-	msgs=$(awk '{ for (i = 1; i < NF; i++) if ($i == "-n") print $(i + 1) }' <<<"$*")
-	# Ten times the row's count, so that the connection setup inside the recorded window
-	# weighs little.
-	msgs=$((msgs * 10))
-	set -- $(sed "s/-n [0-9]*/-n $msgs/" <<<"$*")
+# profile_cmd DRIVER NAME MESSAGES CMD...: runs CMD (which prints the row's result) under
+# perf and writes the report.
+profile_cmd() {
+	local drv=$1 name=$2 msgs=$3 pid v n d u c0 c1 p0 p1 all
+	shift 3
 	rm -f /tmp/bench-ctl /tmp/bench-ack
 	mkfifo /tmp/bench-ctl /tmp/bench-ack
 	# Started disabled and enabled through its control fifo: once the ack is read, perf
@@ -215,7 +214,7 @@ profile_row() {
 	c0=$(awk '$1 == "ctxt" { print $2 }' /proc/stat)
 	# Packets host A sent and received on its veth (both directions of the connection).
 	p0=$(ip netns exec hostA cat /sys/class/net/va/statistics/{tx,rx}_packets | paste -sd+ | bc)
-	v=$(run_perf "$name" "$@")
+	v=$("$@")
 	c1=$(awk '$1 == "ctxt" { print $2 }' /proc/stat)
 	p1=$(ip netns exec hostA cat /sys/class/net/va/statistics/{tx,rx}_packets | paste -sd+ | bc)
 	kill -INT "$pid"
@@ -223,15 +222,22 @@ profile_row() {
 	perf script -i "/tmp/bench-$drv.perf" --kallsyms=/proc/kallsyms -F ip,sym,dso 2>/dev/null |
 		awk '{ $1 = ""; sub(/^ /, ""); print }' >/tmp/bench-all.txt || true
 	grep -Ev "$IDLE" </tmp/bench-all.txt >/tmp/bench-syms.txt || true
+	all=$(wc -l </tmp/bench-all.txt)
 	n=$(wc -l </tmp/bench-syms.txt)
 	# The driver's own code: the module's symbols (siw.ko, or siw_rs's, which perf names
 	# [siw_rs]); the rest (TCP/IP, scheduler, perftest, libsiw) both drivers share.
 	d=$(grep -Ec '\(/lib/modules/.*/siw\.ko\)$|\(\[siw_rs\]\)$' /tmp/bench-syms.txt || true)
+	# User space (the benchmark, its libraries, the vDSO), counted apart: perftest polls
+	# its completion queue, and under QEMU's round robin the polling vCPU's instructions
+	# take guest time as much as any others; iperf3 sleeps in recv and send.
+	u=$(grep -Ec '\((/usr/|/lib/x86_64-linux-gnu/|\[vdso\])[^)]*\)$' /tmp/bench-syms.txt || true)
 	{
-		echo "## $drv $name: result $v, $msgs messages, $(wc -l </tmp/bench-all.txt) samples" \
-			"($((  $(wc -l </tmp/bench-all.txt) - n )) in the idle loop), $n outside it," \
-			"$(awk -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", n / m }') per message," \
-			"of which the driver's own code $d ($(awk -v d="$d" -v n="$n" 'BEGIN { printf "%.1f", n ? 100 * d / n : 0 }')%);" \
+		echo "## $drv $name: result $v, $msgs messages, $all samples" \
+			"($((all - n)) in the idle loop), $n outside it," \
+			"$(awk -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", n / m }') per message;" \
+			"of them user space $u ($(awk -v u="$u" -v n="$n" 'BEGIN { printf "%.1f", n ? 100 * u / n : 0 }')%)," \
+			"the kernel $(awk -v u="$u" -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", (n - u) / m }') per message," \
+			"the driver's own code $d ($(awk -v d="$d" -v n="$n" 'BEGIN { printf "%.1f", n ? 100 * d / n : 0 }')%);" \
 			"$(awk -v n="$((c1 - c0))" -v m="$msgs" 'BEGIN { printf "%.2f", n / m }')" \
 			"context switches and $(awk -v n="$((p1 - p0))" -v m="$msgs" 'BEGIN { printf "%.2f", n / m }')" \
 			"packets (both ways) per message; per symbol: samples, per 1000 messages"
@@ -239,6 +245,16 @@ profile_row() {
 			awk -v m="$msgs" 'NR <= 60 { c = $1; $1 = ""; printf "%8d %8.2f %s\n", c, c * 1000 / m, $0 }'
 		dmesg | grep -i perf | tail -n 3
 	} >"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
+}
+# profile_row DRIVER NAME CMD...: a perftest row, with ten times its message count, so
+# that the connection setup inside the recorded window weighs little.
+profile_row() {
+	local drv=$1 name=$2 msgs
+	shift 2
+	msgs=$(awk '{ for (i = 1; i < NF; i++) if ($i == "-n") print $(i + 1) }' <<<"$*")
+	msgs=$((msgs * 10))
+	set -- $(sed "s/-n [0-9]*/-n $msgs/" <<<"$*")
+	profile_cmd "$drv" "$name" "$msgs" run_perf "$name" "$@"
 }
 if [ -n "${BENCH_PROFILE:-}" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
@@ -254,6 +270,10 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 			read -r -a cmd <<<"${b#*|}"
 			profile_row "$drv" "$name" "${cmd[@]}"
 		done
+		# The ceiling, per 64 KiB: as many bytes as the 64 KiB Write row moves.
+		if [ "$drv" = siw ] && selected "${tcp[0]%%|*}"; then
+			profile_cmd tcp "${tcp[0]%%|*}" 2000 run_tcp -n $((2000 * 65536))
+		fi
 		two_hosts_down
 	done
 	if any_selected "${crc[@]}"; then
@@ -294,7 +314,7 @@ storage_group() {
 
 for r in $(seq "$rounds"); do
 	for drv in siw siw_rs; do
-		if any_selected "${perf[@]}"; then
+		if any_selected "${perf[@]}" "${tcp[@]}"; then
 			two_hosts "$drv" "$drv"
 			for b in "${perf[@]}"; do
 				name=${b%%|*}
