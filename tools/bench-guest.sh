@@ -190,22 +190,26 @@ nfs_bench_down() {
 }
 
 # BENCH_PROFILE=1: instead of the table, each selected perftest row once per driver under
-# `perf record -a` (cpu-clock), and the TCP row (iperf3 moving a fixed amount, per 64 KiB)
-# once. Under -icount guest time counts instructions, so a sample stands for a fixed number
-# of instructions: the samples outside the idle loop, divided by the messages the row
-# moves, compare the two drivers' cost per message, and the symbols say where it goes.
+# `perf record -a` (cpu-clock), and the TCP row (iperf3 moving the bytes of the 64 KiB
+# Write row) once. Under -icount guest time counts instructions, so a sample stands for a
+# fixed number of instructions: the samples outside the idle loop, per message, compare
+# the two drivers' cost, and the symbols say where it goes. Each row runs twice, with N
+# and with K N messages, and the report is the difference: what the messages more cost,
+# without the connection setup and the tools' start and exit (which otherwise make most
+# of a latency row's samples).
 IDLE='default_idle|pv_native_safe_halt|acpi_idle|cpuidle|poll_idle|do_idle|native_safe_halt'
-# profile_cmd DRIVER NAME MESSAGES CMD...: runs CMD (which prints the row's result) under
-# perf and writes the report.
-profile_cmd() {
-	local drv=$1 name=$2 msgs=$3 pid v n d u c0 c1 p0 p1 all
-	shift 3
+# profile_rec OUT CMD...: runs CMD (which prints the row's result) under perf; leaves the
+# samples outside the idle loop in OUT.syms, one "symbol (dso)" a line, and in OUT.n the
+# counts: all samples, context switches, packets, and the result.
+profile_rec() {
+	local out=$1 pid v c0 c1 p0 p1
+	shift
 	rm -f /tmp/bench-ctl /tmp/bench-ack
 	mkfifo /tmp/bench-ctl /tmp/bench-ack
 	# Started disabled and enabled through its control fifo: once the ack is read, perf
 	# really samples (its start-up, reading every process's maps, takes a while).
 	perf record -a -F 4000 -D -1 --control fifo:/tmp/bench-ctl,/tmp/bench-ack \
-		-o "/tmp/bench-$drv.perf" >/dev/null 2>&1 &
+		-o /tmp/bench.perf >/dev/null 2>&1 &
 	pid=$!
 	exec 8<>/tmp/bench-ctl 9<>/tmp/bench-ack
 	echo enable >&8
@@ -219,42 +223,64 @@ profile_cmd() {
 	p1=$(ip netns exec hostA cat /sys/class/net/va/statistics/{tx,rx}_packets | paste -sd+ | bc)
 	kill -INT "$pid"
 	wait "$pid" || true
-	perf script -i "/tmp/bench-$drv.perf" --kallsyms=/proc/kallsyms -F ip,sym,dso 2>/dev/null |
+	perf script -i /tmp/bench.perf --kallsyms=/proc/kallsyms -F ip,sym,dso 2>/dev/null |
 		awk '{ $1 = ""; sub(/^ /, ""); print }' >/tmp/bench-all.txt || true
-	grep -Ev "$IDLE" </tmp/bench-all.txt >/tmp/bench-syms.txt || true
-	all=$(wc -l </tmp/bench-all.txt)
-	n=$(wc -l </tmp/bench-syms.txt)
-	# The driver's own code: the module's symbols (siw.ko, or siw_rs's, which perf names
-	# [siw_rs]); the rest (TCP/IP, scheduler, perftest, libsiw) both drivers share.
-	d=$(grep -Ec '\(/lib/modules/.*/siw\.ko\)$|\(\[siw_rs\]\)$' /tmp/bench-syms.txt || true)
-	# User space (the benchmark, its libraries, the vDSO), counted apart: perftest polls
-	# its completion queue, and under QEMU's round robin the polling vCPU's instructions
-	# take guest time as much as any others; iperf3 sleeps in recv and send.
-	u=$(grep -Ec '\((/usr/|/lib/x86_64-linux-gnu/|\[vdso\])[^)]*\)$' /tmp/bench-syms.txt || true)
-	{
-		echo "## $drv $name: result $v, $msgs messages, $all samples" \
-			"($((all - n)) in the idle loop), $n outside it," \
-			"$(awk -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", n / m }') per message;" \
-			"of them user space $u ($(awk -v u="$u" -v n="$n" 'BEGIN { printf "%.1f", n ? 100 * u / n : 0 }')%)," \
-			"the kernel $(awk -v u="$u" -v n="$n" -v m="$msgs" 'BEGIN { printf "%.3f", (n - u) / m }') per message," \
-			"the driver's own code $d ($(awk -v d="$d" -v n="$n" 'BEGIN { printf "%.1f", n ? 100 * d / n : 0 }')%);" \
-			"$(awk -v n="$((c1 - c0))" -v m="$msgs" 'BEGIN { printf "%.2f", n / m }')" \
-			"context switches and $(awk -v n="$((p1 - p0))" -v m="$msgs" 'BEGIN { printf "%.2f", n / m }')" \
-			"packets (both ways) per message; per symbol: samples, per 1000 messages"
-		sort /tmp/bench-syms.txt | uniq -c | sort -rn |
-			awk -v m="$msgs" 'NR <= 60 { c = $1; $1 = ""; printf "%8d %8.2f %s\n", c, c * 1000 / m, $0 }'
-		dmesg | grep -i perf | tail -n 3
-	} >"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
+	grep -Ev "$IDLE" </tmp/bench-all.txt >"$out.syms" || true
+	echo "$(wc -l </tmp/bench-all.txt) $((c1 - c0)) $((p1 - p0)) $v" >"$out.n"
 }
-# profile_row DRIVER NAME CMD...: a perftest row, with ten times its message count, so
-# that the connection setup inside the recorded window weighs little.
+# profile_cmd DRIVER NAME N K FN: FN M runs the row with M messages and prints its result;
+# writes the report of the difference between K N and N messages.
+profile_cmd() {
+	local drv=$1 name=$2 short=$3 long=$(($3 * $4)) fn=$5 m
+	m=$((long - short))
+	profile_rec /tmp/bench-short "$fn" "$short"
+	profile_rec /tmp/bench-long "$fn" "$long"
+	# Per symbol: samples of the long run minus the short run's.
+	sort /tmp/bench-short.syms | uniq -c | awk '{ c = $1; $1 = ""; print "S" c $0 }' >/tmp/bench-d.txt
+	sort /tmp/bench-long.syms | uniq -c | awk '{ c = $1; $1 = ""; print "L" c $0 }' >>/tmp/bench-d.txt
+	awk '{ k = substr($0, index($0, " ") + 1); c = substr($1, 2) + 0
+		d[k] += (substr($1, 1, 1) == "L") ? c : -c }
+		END { for (k in d) printf "%d %s\n", d[k], k }' /tmp/bench-d.txt | sort -rn >/tmp/bench-syms.txt
+	read -r sa sc sp _ </tmp/bench-short.n
+	read -r la lc lp v </tmp/bench-long.n
+	# The driver's own code: the module (siw.ko, or siw_rs's, which perf names [siw_rs]).
+	# User space (the benchmark, its libraries, the vDSO) is counted apart: perftest polls
+	# its completion queue, and under QEMU's round robin the polling vCPU's instructions
+	# take guest time as much as any others; iperf3 sleeps in send and recv.
+	awk -v m="$m" -v drv="$drv" -v name="$name" -v v="$v" -v long="$long" -v short="$short" \
+		-v all="$((la - sa))" -v ctxt="$((lc - sc))" -v pk="$((lp - sp))" '
+		{ n += $1
+		  if ($NF ~ /^\(\/lib\/modules\/.*\/siw\.ko\)$|^\(\[siw_rs\]\)$/) d += $1
+		  if ($NF ~ /^\((\/usr\/|\/lib\/x86_64-linux-gnu\/|\[vdso\])/) u += $1
+		  line[NR] = $0 }
+		END {
+		  printf "## %s %s: result %s (%d messages); the %d messages more than in a run of %d cost %d samples, %d of them in the idle loop, %.3f per message outside it;", drv, name, v, long, m, short, all, all - n, n / m
+		  printf " of them user space %.3f (%.1f%%), the kernel %.3f, the driver\047s own code %.4f (%.1f%%);", u / m, n ? 100 * u / n : 0, (n - u) / m, d / m, n ? 100 * d / n : 0
+		  printf " %.2f context switches and %.2f packets (both ways) per message; per symbol: samples, per 1000 messages\n", ctxt / m, pk / m
+		  for (i = 1; i <= NR && i <= 60; i++) {
+		    c = line[i]; split(c, f, " "); sub(/^[-0-9]+ /, "", c)
+		    printf "%8d %8.2f %s\n", f[1], f[1] * 1000 / m, c
+		  }
+		}' /tmp/bench-syms.txt >"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
+	dmesg | grep -i perf | tail -n 3 >>"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
+}
+# perf_n M: the perftest row in ROW (name|command) with M messages.
+perf_n() {
+	local name=${ROW%%|*} cmd
+	read -r -a cmd <<<"$(sed "s/-n [0-9]*/-n $1/" <<<"${ROW#*|}")"
+	run_perf "$name" "${cmd[@]}"
+}
+# tcp_n M: the TCP row moving M times 64 KiB.
+tcp_n() { run_tcp -n $(($1 * 65536)); }
+# profile_row DRIVER NAME|CMD: a perftest row, from its message count: 10 times as many
+# more, and for a latency row 100 times (its 300 round trips cost less than the spread of
+# the setup's cost from run to run).
 profile_row() {
-	local drv=$1 name=$2 msgs
-	shift 2
-	msgs=$(awk '{ for (i = 1; i < NF; i++) if ($i == "-n") print $(i + 1) }' <<<"$*")
-	msgs=$((msgs * 10))
-	set -- $(sed "s/-n [0-9]*/-n $msgs/" <<<"$*")
-	profile_cmd "$drv" "$name" "$msgs" run_perf "$name" "$@"
+	local drv=$1 n k=11
+	ROW=$2
+	n=$(awk '{ for (i = 1; i < NF; i++) if ($i == "-n") print $(i + 1) }' <<<"${ROW#*|}")
+	case "${ROW%%|*}" in *_lat*) k=101 ;; esac
+	profile_cmd "$drv" "${ROW%%|*}" "$n" "$k" perf_n
 }
 if [ -n "${BENCH_PROFILE:-}" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
@@ -265,24 +291,20 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 	for drv in siw siw_rs; do
 		two_hosts "$drv" "$drv"
 		for b in "${perf[@]}"; do
-			name=${b%%|*}
-			selected "$name" || continue
-			read -r -a cmd <<<"${b#*|}"
-			profile_row "$drv" "$name" "${cmd[@]}"
+			selected "${b%%|*}" || continue
+			profile_row "$drv" "$b"
 		done
 		# The ceiling, per 64 KiB: as many bytes as the 64 KiB Write row moves.
 		if [ "$drv" = siw ] && selected "${tcp[0]%%|*}"; then
-			profile_cmd tcp "${tcp[0]%%|*}" 2000 run_tcp -n $((2000 * 65536))
+			profile_cmd tcp "${tcp[0]%%|*}" 200 11 tcp_n
 		fi
 		two_hosts_down
 	done
 	if any_selected "${crc[@]}"; then
 		SIW_RS_PARAMS="${SIW_RS_PARAMS:+$SIW_RS_PARAMS }mpa_crc_required=1" two_hosts siw_rs siw_rs
 		for b in "${crc[@]}"; do
-			name=${b%%|*}
-			selected "$name" || continue
-			read -r -a cmd <<<"${b#*|}"
-			profile_row siw_rs "$name" "${cmd[@]}"
+			selected "${b%%|*}" || continue
+			profile_row siw_rs "$b"
 		done
 		two_hosts_down
 	fi
