@@ -14,8 +14,8 @@
 use crate::{
     cq::Completion,
     glue::{
-        iov::{IoVec, KernelCrc},
-        net::tcp::{Socket, MAX_IOV},
+        iov::{IoVec, IoVecs, KernelCrc},
+        net::tcp::Socket,
         rdma::verbs::AccessFlags,
         siw_abi::{op, wc, wqe, MAX_INLINE, SQE_SIZE},
     },
@@ -379,8 +379,7 @@ pub(crate) fn run(
         let tx = &mut link.tx;
         if let Some(f) = tx.fpdu.as_mut() {
             let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
-            let mut iov = [IoVec::new(&[]); MAX_IOV];
-            let mut n = 0usize;
+            let mut iov = IoVecs::new();
             // Over SCTP the DDP-SSN this message gets, should SCTP take it.
             let next_ssn = ssn.as_deref().map(SsnCounter::peek);
             if let (Some(s), Some(l)) = (next_ssn, f.hdr.get_mut(..2)) {
@@ -390,28 +389,20 @@ pub(crate) fn run(
                 let m = tx.marked.as_ref().ok_or(TxStop::Failed)?;
                 push(
                     &mut iov,
-                    &mut n,
                     IoVec::new(m.wire.get(..f.total).ok_or(TxStop::Failed)?),
                 )?;
             } else {
+                push(&mut iov, IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])))?;
+                payload(&a.src, f.pay_off, f.pay_len, &mut |v| push(&mut iov, v))?;
                 push(
                     &mut iov,
-                    &mut n,
-                    IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])),
-                )?;
-                payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
-                    push(&mut iov, &mut n, v)
-                })?;
-                push(
-                    &mut iov,
-                    &mut n,
                     IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
                 )?;
             }
             let r = if next_ssn.is_some() {
-                sock.send_message(iov.get(..n).unwrap_or(&[]), PPID_DDP_SEGMENT)
+                sock.send_message(iov.as_slice(), PPID_DDP_SEGMENT)
             } else {
-                sock.send(iov.get(..n).unwrap_or(&[]), f.sent, false, false)
+                sock.send(iov.as_slice(), f.sent, false, false)
             };
             match r {
                 Ok(k) => f.sent = f.sent.saturating_add(k),
@@ -752,13 +743,8 @@ pub(crate) fn run(
     }
 }
 
-fn push<'a>(iov: &mut [IoVec<'a>; MAX_IOV], n: &mut usize, v: IoVec<'a>) -> Result<(), TxStop> {
-    if v.len() == 0 {
-        return Ok(());
-    }
-    *iov.get_mut(*n).ok_or(TxStop::Failed)? = v;
-    *n += 1;
-    Ok(())
+fn push<'a>(iov: &mut IoVecs<'a>, v: IoVec<'a>) -> Result<(), TxStop> {
+    iov.push(v).map_err(|_| TxStop::Failed)
 }
 
 /// Calls `f` on the pieces of `len` payload bytes at message offset `off`.

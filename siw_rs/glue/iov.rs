@@ -5,8 +5,8 @@
 //!
 //! C headers: [`include/linux/crc32c.h`](srctree/include/linux/crc32c.h).
 
-use super::bindings;
-use core::marker::PhantomData;
+use super::{bindings, net::tcp::MAX_IOV};
+use core::{marker::PhantomData, mem::MaybeUninit};
 
 /// A piece of memory to send.
 ///
@@ -112,6 +112,53 @@ impl<'a> IoVec<'a> {
     pub(crate) fn crc32c(&self, crc: u32) -> u32 {
         // SAFETY: By the constructors the range is readable for `'a`.
         unsafe { bindings::crc32c(crc, self.ptr.cast(), self.len) }
+    }
+}
+
+/// Up to [`MAX_IOV`] pieces to send, gathered per FPDU.
+///
+/// The unused slots are never initialised: filling the whole array each time was the
+/// transmit path's largest cost per small FPDU.
+///
+/// # Invariants
+///
+/// The first `n` entries of `v` are initialised; `n <= MAX_IOV`.
+pub(crate) struct IoVecs<'a> {
+    v: [MaybeUninit<IoVec<'a>>; MAX_IOV],
+    n: usize,
+}
+
+/// [`IoVecs::push`] found no free slot.
+#[derive(Debug)]
+pub(crate) struct IoVecsFull;
+
+impl<'a> IoVecs<'a> {
+    /// No pieces.
+    pub(crate) const fn new() -> Self {
+        // INVARIANT: No entry is claimed to be initialised.
+        Self {
+            v: [const { MaybeUninit::uninit() }; MAX_IOV],
+            n: 0,
+        }
+    }
+
+    /// Appends `piece`; an empty one is left out.
+    pub(crate) fn push(&mut self, piece: IoVec<'a>) -> Result<(), IoVecsFull> {
+        if piece.len() == 0 {
+            return Ok(());
+        }
+        let slot = self.v.get_mut(self.n).ok_or(IoVecsFull)?;
+        slot.write(piece);
+        // INVARIANT: Entry `n` was just written, and `n < MAX_IOV` (`get_mut` found it).
+        self.n += 1;
+        Ok(())
+    }
+
+    /// The pieces, in order.
+    pub(crate) fn as_slice(&self) -> &[IoVec<'a>] {
+        // SAFETY: By the type invariant the first `n` entries are initialised;
+        // `MaybeUninit<T>` has `T`'s layout.
+        unsafe { core::slice::from_raw_parts(self.v.as_ptr().cast(), self.n) }
     }
 }
 

@@ -21,7 +21,7 @@ use crate::glue::{
 };
 use core::{
     ffi::c_void,
-    mem::size_of,
+    mem::{size_of, MaybeUninit},
     ptr::NonNull,
     sync::atomic::{
         AtomicBool,
@@ -637,29 +637,30 @@ impl Socket {
         more: bool,
     ) -> Result<usize> {
         // The pieces after `skip`, each with whether TCP may splice it.
-        let mut pc = [(IoVec::new(&[]), false); MAX_IOV];
-        let mut n = 0usize;
         let mut skip = skip;
-        for v in iov {
-            if skip >= v.len() {
-                skip -= v.len();
-                continue;
-            }
-            let slot = pc.get_mut(n).ok_or(EINVAL)?;
-            let v = v.skip(skip);
-            // SAFETY: `IoVec`'s invariant: a non-null page is one TCP may be handed.
-            let splice = !v.page().is_null() && unsafe { bindings::sendpage_ok(v.page()) };
-            *slot = (v, splice);
-            skip = 0;
-            n += 1;
-        }
-        let pc = pc.get(..n).unwrap_or(&[]);
-        if pc.iter().all(|(v, _)| v.len() == 0) {
+        let mut pieces = iov
+            .iter()
+            .filter_map(move |v| {
+                if skip >= v.len() {
+                    skip -= v.len();
+                    return None;
+                }
+                let v = v.skip(skip);
+                skip = 0;
+                Some(v)
+            })
+            .map(|v| {
+                // SAFETY: `IoVec`'s invariant: a non-null page is one TCP may be handed.
+                let splice = !v.page().is_null() && unsafe { bindings::sendpage_ok(v.page()) };
+                (v, splice)
+            })
+            .peekable();
+        if pieces.peek().is_none() {
             return Ok(0);
         }
-        // Zeroed once per call: each run fills the entries it hands to TCP.
-        let mut bv: [bindings::bio_vec; MAX_IOV] = pin_init::zeroed();
-        let mut kv: [bindings::kvec; MAX_IOV] = pin_init::zeroed();
+        // Each run fills the entries it hands to TCP, and TCP reads only those.
+        let mut bv = [const { MaybeUninit::<bindings::bio_vec>::uninit() }; MAX_IOV];
+        let mut kv = [const { MaybeUninit::<bindings::kvec>::uninit() }; MAX_IOV];
         // Never SIGPIPE: a process's doorbell sends from its own system call (`Ep::send_now`),
         // and on a connection the peer has reset TCP would signal that process, killing an
         // unmodified verbs application (seen: ibv_srq_pingpong and our ring fuzzer, exit 141).
@@ -669,46 +670,48 @@ impl Socket {
         unsafe { bindings::lock_sock(sk) };
         let mut done = 0usize;
         let mut rv: c_int = 0;
-        let mut i = 0usize;
-        while let Some(&(_, splice)) = pc.get(i) {
-            let run = pc
-                .get(i..)
-                .unwrap_or(&[])
-                .iter()
-                .take_while(|(_, s)| *s == splice)
-                .count();
-            let pieces = pc.get(i..i + run).unwrap_or(&[]);
-            let j = i + run;
+        // Runs of pieces alike in splicing, each at most `MAX_IOV` long, one call each.
+        while let Some(&(_, splice)) = pieces.peek() {
+            let mut run = 0usize;
             let mut len = 0usize;
-            for (k, (v, _)) in pieces.iter().enumerate() {
+            while run < MAX_IOV {
+                let Some((v, _)) = pieces.next_if(|(_, s)| *s == splice) else {
+                    break;
+                };
                 if splice {
-                    if let Some(b) = bv.get_mut(k) {
-                        b.bv_page = v.page();
-                        b.bv_len = v.len() as u32;
-                        b.bv_offset = (v.ptr() as usize % kernel::page::PAGE_SIZE) as u32;
+                    if let Some(b) = bv.get_mut(run) {
+                        b.write(bindings::bio_vec {
+                            bv_page: v.page(),
+                            bv_len: v.len() as u32,
+                            bv_offset: (v.ptr() as usize % kernel::page::PAGE_SIZE) as u32,
+                        });
                     }
-                } else if let Some(b) = kv.get_mut(k) {
-                    b.iov_base = v.ptr().cast_mut().cast();
-                    b.iov_len = v.len();
+                } else if let Some(k) = kv.get_mut(run) {
+                    k.write(bindings::kvec {
+                        iov_base: v.ptr().cast_mut().cast(),
+                        iov_len: v.len(),
+                    });
                 }
+                run += 1;
                 len += v.len();
             }
             let mut msg: bindings::msghdr = pin_init::zeroed();
-            let end = if j < pc.len() || more {
+            let end = if pieces.peek().is_some() || more {
                 bindings::MSG_MORE
             } else {
                 bindings::MSG_EOR
             };
             msg.msg_flags = base | end;
-            // SAFETY: The first `run` entries of `bv`/`kv` describe readable memory (and
-            // pages fit for splicing), which outlives the call (`IoVec`'s invariant); the
-            // iterator only borrows the arrays, which outlive `msg`.
+            // SAFETY: The first `run` entries of `bv`/`kv` were written above and describe
+            // readable memory (and pages fit for splicing), which outlives the call
+            // (`IoVec`'s invariant); the iterator only borrows the arrays, which outlive
+            // `msg`, and reads no more than `run` entries.
             unsafe {
                 if splice {
                     bindings::iov_iter_bvec(
                         &mut msg.msg_iter,
                         bindings::ITER_SOURCE,
-                        bv.as_ptr(),
+                        bv.as_ptr().cast(),
                         run as c_ulong,
                         len,
                     );
@@ -717,7 +720,7 @@ impl Socket {
                     bindings::iov_iter_kvec(
                         &mut msg.msg_iter,
                         bindings::ITER_SOURCE,
-                        kv.as_ptr(),
+                        kv.as_ptr().cast(),
                         run as c_ulong,
                         len,
                     );
@@ -735,7 +738,6 @@ impl Socket {
             if sent < len {
                 break;
             }
-            i = j;
         }
         // SAFETY: Taken above.
         unsafe { bindings::release_sock(sk) };
