@@ -545,7 +545,7 @@ impl Ep {
                     }
                 }
                 Phase::Established => {
-                    self.receive_in_callbacks(&g);
+                    self.enable_callback_receive(&g);
                     self.data(&mut g, true);
                     return;
                 }
@@ -1058,7 +1058,7 @@ impl Ep {
 
     /// From now on the socket's data-ready callback receives in place (TCP only: an SCTP
     /// message's DDP-SSN ordering runs in the work).
-    fn receive_in_callbacks(&self, g: &Inner) {
+    fn enable_callback_receive(&self, g: &Inner) {
         if g.sctp.is_some() {
             return;
         }
