@@ -184,7 +184,8 @@ pub(crate) struct Ep {
     fast: SpinLockBh<Option<Arc<QpCore>>>,
     /// A process's doorbell holds `inner` and sends (see [`Ep::send_now`]).
     doorbell: AtomicBool,
-    /// The work found the doorbell sending and left: the doorbell queues it again when done.
+    /// The work found a doorbell sending and left, and waits to run: the doorbell queues
+    /// it again when done, and doorbells leave the sending to it until it has run.
     rerun: AtomicBool,
 }
 
@@ -332,18 +333,23 @@ impl WorkItem for Ep {
     type Pointer = Arc<Ep>;
 
     fn run(this: Arc<Ep>) {
-        // While a doorbell sends, TCP's write-space callback (or another doorbell) queues
-        // the work: rather than wait on `inner` for the whole burst, leave, and have the
-        // doorbell queue the work again once it is done (measured: the work's spinning on
-        // the mutex was 4% of `ib_send_bw -s 64`'s cost). The doorbell clears its flag
-        // before it reads `rerun`, and the work sets `rerun` before it reads the flag
-        // again, both sequentially consistent: one of them sees the other.
+        // While a doorbell sends, the work gets queued (by TCP's write-space callback,
+        // another doorbell, or the doorbell itself after a burst): rather than wait on
+        // `inner` for the whole burst, it leaves, and the doorbell queues it again once
+        // done (measured: the work's spinning on the mutex was 4% of `ib_send_bw -s 64`'s
+        // cost). The work sets `rerun` before it reads the doorbell's flag again, the
+        // doorbell clears its flag before it reads `rerun`, all sequentially consistent:
+        // one of them sees the other (a flag seen set may be a later doorbell's, which
+        // reads `rerun` too). Until the work has run, doorbells leave the sending to it,
+        // so that it is not put off for as long as doorbells keep coming.
         if this.doorbell.load(Ordering::Relaxed) {
             this.rerun.store(true, Ordering::SeqCst);
             if this.doorbell.load(Ordering::SeqCst) {
                 return;
             }
         }
+        // Only the work sets it, and the work never runs twice at once.
+        this.rerun.store(false, Ordering::Relaxed);
         this.process();
     }
 }
@@ -485,10 +491,16 @@ impl Ep {
     /// Sends what the send queue holds from the caller's context: a process's doorbell,
     /// as the C siw sends from `siw_post_send()` when its send queue was idle. This saves
     /// the hand-off to the workqueue, and its context switch, per message. When the
-    /// connection's work holds the endpoint, or anything but sending is due, the work runs
-    /// instead. A run of the work that finds a doorbell sending leaves at once, and the
-    /// doorbell queues it again when done (see the work's `run`).
+    /// connection's work holds the endpoint or waits to run, or anything but sending is
+    /// due, the work runs instead; everything received is left to the socket's callback
+    /// and the work. A run of the work that finds a doorbell sending usually leaves at
+    /// once, and the doorbell queues it again when done (see the work's `run`).
     pub(crate) fn send_now(self: &Arc<Self>) {
+        if self.rerun.load(Ordering::Relaxed) {
+            // The work left for a doorbell and is queued again: it sends this post.
+            self.kick();
+            return;
+        }
         let Some(mut g) = self.inner.try_lock() else {
             // The work runs (or another doorbell sends): queued again, it sees this post.
             self.kick();
@@ -499,7 +511,7 @@ impl Ep {
             self.data(&mut g, false);
             self.doorbell.store(false, Ordering::SeqCst);
             drop(g);
-            if self.rerun.swap(false, Ordering::SeqCst) {
+            if self.rerun.load(Ordering::SeqCst) {
                 self.kick();
             }
         } else {
