@@ -5,7 +5,7 @@
 //!
 //! C headers: [`include/linux/crc32c.h`](srctree/include/linux/crc32c.h).
 
-use super::{bindings, net::tcp::MAX_IOV};
+use super::bindings;
 use core::{marker::PhantomData, mem::MaybeUninit};
 
 /// A piece of memory to send.
@@ -115,10 +115,10 @@ impl<'a> IoVec<'a> {
     }
 }
 
-/// Up to [`MAX_IOV`] pieces to send, gathered per FPDU.
-///
-/// The unused slots are never initialised: filling the whole array each time was the
-/// transmit path's largest cost per small FPDU.
+/// Most pieces one call of the socket layer hands to the kernel, and one [`IoVecs`] holds.
+pub(crate) const MAX_IOV: usize = 16;
+
+/// Up to [`MAX_IOV`] pieces to send, gathered without initialising the slots left unused.
 ///
 /// # Invariants
 ///

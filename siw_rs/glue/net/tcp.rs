@@ -17,7 +17,7 @@
 use super::netdev::NetDev;
 use crate::glue::{
     bindings,
-    iov::IoVec, //
+    iov::{IoVec, MAX_IOV},
 };
 use core::{
     ffi::c_void,
@@ -253,9 +253,6 @@ pub(crate) struct Socket {
 unsafe impl Send for Socket {}
 // SAFETY: Every method is safe to call concurrently (the socket layer locks).
 unsafe impl Sync for Socket {}
-
-/// Most pieces one `send` call hands to TCP.
-pub(crate) const MAX_IOV: usize = 16;
 
 /// What a socket callback reports.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -674,19 +671,19 @@ impl Socket {
         while let Some(&(_, splice)) = pieces.peek() {
             let mut run = 0usize;
             let mut len = 0usize;
-            while run < MAX_IOV {
+            // A piece is taken only with a free entry to write it to, and counted in `run`
+            // only once written.
+            while let (Some(b), Some(k)) = (bv.get_mut(run), kv.get_mut(run)) {
                 let Some((v, _)) = pieces.next_if(|(_, s)| *s == splice) else {
                     break;
                 };
                 if splice {
-                    if let Some(b) = bv.get_mut(run) {
-                        b.write(bindings::bio_vec {
-                            bv_page: v.page(),
-                            bv_len: v.len() as u32,
-                            bv_offset: (v.ptr() as usize % kernel::page::PAGE_SIZE) as u32,
-                        });
-                    }
-                } else if let Some(k) = kv.get_mut(run) {
+                    b.write(bindings::bio_vec {
+                        bv_page: v.page(),
+                        bv_len: v.len() as u32,
+                        bv_offset: (v.ptr() as usize % kernel::page::PAGE_SIZE) as u32,
+                    });
+                } else {
                     k.write(bindings::kvec {
                         iov_base: v.ptr().cast_mut().cast(),
                         iov_len: v.len(),
