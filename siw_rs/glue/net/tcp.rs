@@ -699,10 +699,9 @@ impl Socket {
                 bindings::MSG_EOR
             };
             msg.msg_flags = base | end;
-            // SAFETY: The first `run` entries of `bv`/`kv` were written above and describe
-            // readable memory (and pages fit for splicing), which outlives the call
-            // (`IoVec`'s invariant); the iterator only borrows the arrays, which outlive
-            // `msg`, and reads no more than `run` entries.
+            // SAFETY: The first `run` entries of `bv`/`kv`, all the iterator reads, were
+            // written above with readable memory (pages fit for splicing) outliving the call
+            // (`IoVec`'s invariant); the arrays it borrows outlive `msg`.
             unsafe {
                 if splice {
                     bindings::iov_iter_bvec(
