@@ -23,7 +23,7 @@ use crate::{
     proto::{
         ddp::DdpHdr,
         error::TermError,
-        rdmap::{FpduHeader, HeaderOptions, Opcode, RdmapHdr, ATOMIC_LEN},
+        rdmap::{HeaderOptions, Opcode, RdmapHdr, ATOMIC_LEN},
         rx::{Event, Receiver, RxConfig},
     },
     qp::{LinkParams, QpCore, QpState},
@@ -235,9 +235,9 @@ fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
         pos = pos.saturating_add(step.consumed);
         let r = match step.event {
             None => Ok(()),
-            Some(Event::Header { header, first }) => {
+            Some(Event::Header { first }) => {
                 qp.stats().add(Counter::RxFpdus, 1);
-                on_header(qp, st, &header, first)
+                on_header(qp, st, first)
             }
             Some(Event::Payload(p)) => {
                 qp.stats().add(Counter::RxBytes, p.len() as u64);
@@ -252,10 +252,18 @@ fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
     (pos, None)
 }
 
-fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Result<(), RxStop> {
+fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
     let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
     link.rx.tagged = None;
-    match (h.opcode, h.ddp) {
+    // The fields needed, not a copy of the whole 96-octet header (a `memcpy` call).
+    let h = link
+        .rx
+        .recv
+        .current_header()
+        .ok_or(RxStop::PeerTerminated)?;
+    let (opcode, ddp, last) = (h.opcode, h.ddp, h.last);
+    let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
+    match (opcode, ddp) {
         (
             Opcode::Send
             | Opcode::SendSe
@@ -275,7 +283,6 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
             Ok(())
         }
         (Opcode::RdmaWrite, DdpHdr::Tagged(t)) => {
-            let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
             link.rx.write_len = if first {
                 len
             } else {
@@ -290,7 +297,6 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
             Ok(())
         }
         (Opcode::ReadResponse, DdpHdr::Tagged(t)) => {
-            let len = u32::try_from(h.payload_len()).unwrap_or(u32::MAX);
             // It must continue our oldest outstanding Read where the last segment ended,
             // inside its sink, and the last segment must end the sink exactly: a short
             // response must not complete the Read with stale data (the C siw's
@@ -305,7 +311,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
             let end = o
                 .received
                 .checked_add(len)
-                .filter(|&e| e <= o.len && (!h.last || e == o.len));
+                .filter(|&e| e <= o.len && (!last || e == o.len));
             match end {
                 Some(e) if t.stag == o.sink_stag && at == Some(t.to) => o.received = e,
                 _ => return Err(RxStop::Term(TermError::DdpTaggedBaseBounds)),
@@ -331,11 +337,6 @@ fn on_header(qp: &QpCore, st: &mut QpState, h: &FpduHeader, first: bool) -> Resu
 
 fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8]) -> Result<(), RxStop> {
     let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
-    let h = *link
-        .rx
-        .recv
-        .current_header()
-        .ok_or(RxStop::PeerTerminated)?;
     // Where this slice goes: the FPDU's offset plus what came before in it.
     let before = link.rx.recv.payload_received().saturating_sub(p.len());
     if let Some((mr, off)) = &link.rx.tagged {
@@ -348,14 +349,19 @@ fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8]) -> Result<(), RxStop> {
             .write(off.saturating_add(before), p)
             .map_err(|_| RxStop::Term(TermError::DdpTaggedBaseBounds));
     }
+    let h = link
+        .rx
+        .recv
+        .current_header()
+        .ok_or(RxStop::PeerTerminated)?;
     match h.opcode {
         Opcode::Send | Opcode::SendSe | Opcode::SendInvalidate | Opcode::SendSeInvalidate => {}
         _ => return Ok(()),
     }
+    let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
     let Some(s) = link.rx.send.as_mut() else {
         return Err(RxStop::Term(TermError::DdpUntaggedNoBuffer));
     };
-    let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
     let at = mo.saturating_add(u32::try_from(before).unwrap_or(u32::MAX));
     place_send(qp, s, at, p)
 }
@@ -399,22 +405,25 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxSt
 
 fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
     let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
-    let h = *link
+    link.rx.tagged = None;
+    let h = link
         .rx
         .recv
         .current_header()
         .ok_or(RxStop::PeerTerminated)?;
-    link.rx.tagged = None;
     if !h.last {
         return Ok(());
     }
     link.rx.messages = link.rx.messages.saturating_add(1);
+    if h.opcode == Opcode::RdmaWrite {
+        link.rx.last_write = Some(link.rx.write_len);
+        return Ok(());
+    }
+    // The other messages need their header beside the QP's state: a copy.
+    let h = *h;
     let last_write = link.rx.last_write.take();
     match h.opcode {
-        Opcode::RdmaWrite => {
-            link.rx.last_write = Some(link.rx.write_len);
-            Ok(())
-        }
+        Opcode::RdmaWrite => Ok(()),
         Opcode::ImmediateData | Opcode::ImmediateDataSe => {
             let RdmapHdr::Immediate(data) = h.rdmap else {
                 return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));

@@ -182,7 +182,13 @@ impl Active {
 
 /// An FPDU being handed to TCP: header, payload pieces and trailer, or (with markers) the
 /// framed FPDU in [`Marked::wire`].
+///
+/// It lives in [`TxState`] for good and is refilled field by field for each FPDU, the header
+/// encoded straight into `hdr`: moving a new one in (into an `Option`) would copy its 170
+/// octets with a `memcpy` call per FPDU, the kernel's Rust having no vector registers.
 struct Fpdu {
+    /// It holds an FPDU not yet wholly sent.
+    queued: bool,
     hdr: [u8; HDR_BUF],
     hdr_len: usize,
     pay_off: u32,
@@ -194,6 +200,35 @@ struct Fpdu {
     last: bool,
     /// Framed whole in [`Marked::wire`], `total` bytes.
     staged: bool,
+}
+
+impl Fpdu {
+    const IDLE: Self = Self {
+        queued: false,
+        hdr: [0; HDR_BUF],
+        hdr_len: 0,
+        pay_off: 0,
+        pay_len: 0,
+        trailer: [0; 7],
+        tr_len: 0,
+        sent: 0,
+        total: 0,
+        last: false,
+        staged: false,
+    };
+
+    /// Starts an FPDU of `hdr_len` header octets (already in `hdr`) and `pay_len` payload
+    /// octets from message offset `pay_off`, with no trailer yet.
+    fn start(&mut self, hdr_len: usize, pay_off: u32, pay_len: u32, last: bool) {
+        self.hdr_len = hdr_len;
+        self.pay_off = pay_off;
+        self.pay_len = pay_len;
+        self.tr_len = 0;
+        self.sent = 0;
+        self.total = 0;
+        self.last = last;
+        self.staged = false;
+    }
 }
 
 /// Markers we insert because the peer asked for them (its M bit, RFC 5044 section 4.3).
@@ -255,7 +290,7 @@ impl Marked {
 /// Transmit state of a connection.
 pub(crate) struct TxState {
     active: Option<Active>,
-    fpdu: Option<Fpdu>,
+    fpdu: Fpdu,
     /// The last MSN used on QN 0 (Send, Immediate Data), QN 1 (Read and Atomic Request)
     /// and QN 3 (Atomic Response).
     msn: [u32; 3],
@@ -286,7 +321,7 @@ impl TxState {
         let (ird, ord, markers) = (p.ird, p.ord, p.markers_tx);
         Ok(Self {
             active: None,
-            fpdu: None,
+            fpdu: Fpdu::IDLE,
             msn: [0, 0, 0],
             orq: KVec::with_capacity(usize::from(ord).max(1), GFP_KERNEL)?,
             irq: KVec::with_capacity(usize::from(ird).max(1), GFP_KERNEL)?,
@@ -302,7 +337,7 @@ impl TxState {
 
     /// Nothing is being sent.
     pub(crate) fn idle(&self) -> bool {
-        self.active.is_none() && self.fpdu.is_none()
+        self.active.is_none() && !self.fpdu.queued
     }
 
     /// Work taken from the queues but not completed, as (id, opcode), for flushing.
@@ -313,7 +348,7 @@ impl TxState {
                 let _ = v.push(Some((id, opcode)), GFP_ATOMIC);
             }
         }
-        self.fpdu = None;
+        self.fpdu.queued = false;
         for o in self.orq.drain_all() {
             if !o.rtr {
                 let _ = v.push(Some((o.id, o.opcode())), GFP_ATOMIC);
@@ -377,7 +412,8 @@ pub(crate) fn run(
         let gso = link.params.gso;
         let sctp = link.params.sctp;
         let tx = &mut link.tx;
-        if let Some(f) = tx.fpdu.as_mut() {
+        if tx.fpdu.queued {
+            let f = &mut tx.fpdu;
             let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
             let mut iov = IoVecs::new();
             // Over SCTP the DDP-SSN this message gets, should SCTP take it.
@@ -420,26 +456,27 @@ pub(crate) fn run(
             let last = f.last;
             qp.stats().add(Counter::TxFpdus, 1);
             qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
-            tx.fpdu = None;
+            f.queued = false;
             if last {
-                let a = tx.active.take().ok_or(TxStop::Failed)?;
+                // Looked at in place: taking the element out of its `Option` would copy
+                // its ~390 octets with a `memcpy` call, once per message.
+                let a = tx.active.as_mut().ok_or(TxStop::Failed)?;
                 if a.term {
+                    tx.active = None;
                     qp.tables().count(Counter::TerminatesSent);
                     return Err(TxStop::Terminated);
                 }
-                if let Some(seg) = a.then {
+                if let Some(seg) = a.then.take() {
                     // The Immediate Data message goes right behind its Write, before
-                    // anything else, so the peer can tell which Write it completes.
-                    tx.active = Some(Active {
-                        seg,
-                        src: Source::None,
-                        done: a.done,
-                        term: false,
-                        then: None,
-                    });
+                    // anything else, so the peer can tell which Write it completes
+                    // (`done`, kept).
+                    a.seg = seg;
+                    a.src = Source::None;
                     continue;
                 }
-                if let Some((id, opcode, bytes)) = a.done {
+                let done = a.done;
+                tx.active = None;
+                if let Some((id, opcode, bytes)) = done {
                     let c = sq_completion(st, id, opcode, OK, bytes);
                     let _ = st.complete(true, &c);
                 }
@@ -454,33 +491,25 @@ pub(crate) fn run(
                 tx.terminate(TermError::RdmapInvalidStag, &[]);
                 continue;
             }
-            let Some(seg) = a.seg.next() else {
+            let f = &mut tx.fpdu;
+            let Some(seg) = a.seg.next_into(&mut f.hdr) else {
                 tx.active = None;
                 continue;
             };
-            let mut f = Fpdu {
-                hdr: [0; HDR_BUF],
-                hdr_len: seg.header().len(),
-                pay_off: seg.payload_offset,
-                pay_len: seg.payload_len,
-                trailer: [0; 7],
-                tr_len: 0,
-                sent: 0,
-                total: 0,
-                last: seg.last,
-                staged: false,
-            };
-            if let Some(d) = f.hdr.get_mut(..f.hdr_len) {
-                d.copy_from_slice(seg.header());
-            }
+            f.start(
+                seg.header_len,
+                seg.payload_offset,
+                seg.payload_len,
+                seg.last,
+            );
             if let Some(m) = tx.marked.as_mut() {
-                m.stage(&mut f, &a.src, crc)?;
-                tx.fpdu = Some(f);
+                m.stage(f, &a.src, crc)?;
+                f.queued = true;
                 continue;
             }
             let mut c = KernelCrc::new();
             if crc {
-                c.update(seg.header());
+                c.update(f.hdr.get(..f.hdr_len).unwrap_or(&[]));
                 payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
                     c = KernelCrc::from_state(v.crc32c(c.state()));
                     Ok(())
@@ -495,7 +524,7 @@ pub(crate) fn run(
             f.trailer = t;
             f.tr_len = tl;
             f.total = f.hdr_len + f.pay_len as usize + tl;
-            tx.fpdu = Some(f);
+            f.queued = true;
             continue;
         }
         let limit = match crate::module_parameters::max_fpdu.value() {
@@ -558,22 +587,16 @@ pub(crate) fn run(
                 term: true,
                 ..active
             });
-            let mut f = Fpdu {
-                hdr,
-                hdr_len,
-                pay_off: 0,
-                pay_len: 0,
-                trailer: t,
-                tr_len: tl,
-                sent: 0,
-                total: hdr_len + tl,
-                last: true,
-                staged: false,
-            };
+            let f = &mut tx.fpdu;
+            f.hdr = hdr;
+            f.start(hdr_len, 0, 0, true);
+            f.trailer = t;
+            f.tr_len = tl;
+            f.total = hdr_len + tl;
             if let Some(m) = tx.marked.as_mut() {
-                m.stage(&mut f, &Source::None, crc)?;
+                m.stage(f, &Source::None, crc)?;
             }
-            tx.fpdu = Some(f);
+            f.queued = true;
             continue;
         }
         if let Some(rtr) = tx.rtr.take() {

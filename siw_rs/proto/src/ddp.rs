@@ -133,9 +133,14 @@ impl TaggedHdr {
     /// Writes the 12 bytes after the control word.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
         let mut w = Writer::new(out);
-        w.u32(self.stag).ok_or(BufferTooSmall)?;
-        w.u64(self.to).ok_or(BufferTooSmall)?;
+        self.write(&mut w).ok_or(BufferTooSmall)?;
         Ok(w.len())
+    }
+
+    /// Appends the fields to `w` (the FPDU header encoder writes them in place).
+    pub(super) fn write(&self, w: &mut Writer<'_>) -> Option<()> {
+        w.u32(self.stag)?;
+        w.u64(self.to)
     }
 
     /// Reads the 12 bytes after the control word.
@@ -165,11 +170,16 @@ impl UntaggedHdr {
     /// Writes the 16 bytes after the control word.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
         let mut w = Writer::new(out);
-        w.u32(self.rsvd_ulp).ok_or(BufferTooSmall)?;
-        w.u32(self.qn).ok_or(BufferTooSmall)?;
-        w.u32(self.msn).ok_or(BufferTooSmall)?;
-        w.u32(self.mo).ok_or(BufferTooSmall)?;
+        self.write(&mut w).ok_or(BufferTooSmall)?;
         Ok(w.len())
+    }
+
+    /// Appends the fields to `w` (the FPDU header encoder writes them in place).
+    pub(super) fn write(&self, w: &mut Writer<'_>) -> Option<()> {
+        w.u32(self.rsvd_ulp)?;
+        w.u32(self.qn)?;
+        w.u32(self.msn)?;
+        w.u32(self.mo)
     }
 
     /// Reads the 16 bytes after the control word.

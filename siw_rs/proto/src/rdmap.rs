@@ -541,6 +541,10 @@ pub enum RdmapHdr {
 
 impl RdmapHdr {
     fn encode(&self, w: &mut Writer<'_>) -> Option<()> {
+        // Most FPDUs (Writes, Sends, Read Responses) have none.
+        if let Self::None = self {
+            return Some(());
+        }
         let mut tmp = [0u8; 52];
         let n = match self {
             Self::None => 0,
@@ -649,13 +653,13 @@ impl FpduHeader {
         w.u16(self.ulpdu_len).ok_or(BufferTooSmall)?;
         w.u16(Ctrl::new(tagged, self.last, self.opcode.raw()).0)
             .ok_or(BufferTooSmall)?;
-        let mut tmp = [0u8; 16];
-        let n = match &self.ddp {
-            DdpHdr::Tagged(t) => t.encode(&mut tmp)?,
-            DdpHdr::Untagged(u) => u.encode(&mut tmp)?,
-        };
-        w.put(tmp.get(..n).ok_or(BufferTooSmall)?)
-            .ok_or(BufferTooSmall)?;
+        // The DDP fields written in place: no staging buffer, whose variable-length copy is
+        // a `memcpy` call in the kernel, on every FPDU sent.
+        match &self.ddp {
+            DdpHdr::Tagged(t) => t.write(&mut w),
+            DdpHdr::Untagged(u) => u.write(&mut w),
+        }
+        .ok_or(BufferTooSmall)?;
         self.rdmap.encode(&mut w).ok_or(BufferTooSmall)?;
         Ok(w.len())
     }

@@ -54,12 +54,11 @@ pub struct RxConfig {
 /// One thing the receiver found in the stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event<'a> {
-    /// A complete, validated FPDU header. `first` is true when the segment starts a
-    /// new message. The payload (`header.payload_len()` octets) follows as
-    /// [`Event::Payload`] slices.
+    /// A complete, validated FPDU header, now [`Receiver::current_header`]. The payload
+    /// (its `payload_len()` octets) follows as [`Event::Payload`] slices. (The header is
+    /// not in the event: it is 96 octets, and in the kernel every step that carried it
+    /// would copy it with a `memcpy` call.)
     Header {
-        /// The header.
-        header: FpduHeader,
         /// Whether this segment is the first of its message.
         first: bool,
     },
@@ -421,7 +420,7 @@ impl<C: Crc32c> Receiver<C> {
         };
         let payload = u32::try_from(header.payload_len()).unwrap_or(u32::MAX);
         self.enter_payload(payload);
-        Ok((n, Some(Event::Header { header, first })))
+        Ok((n, Some(Event::Header { first })))
     }
 
     fn enter_payload(&mut self, rem: u32) {

@@ -169,10 +169,37 @@ impl Segmenter {
     }
 }
 
-impl Iterator for Segmenter {
-    type Item = Segment;
+/// Where the next segment's payload lies, from [`Segmenter::next_into`]: a
+/// [`Segment`] without the header copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SegmentInfo {
+    /// The encoded header's length, MPA length field included.
+    pub header_len: usize,
+    /// Offset of the first payload octet within the message.
+    pub payload_offset: u32,
+    /// Number of payload octets.
+    pub payload_len: u32,
+    /// Number of pad octets after the payload.
+    pub pad: usize,
+    /// The DDP L flag.
+    pub last: bool,
+}
 
-    fn next(&mut self) -> Option<Segment> {
+impl Segmenter {
+    /// The next segment, its header encoded into `out` (at least [`MAX_HDR_LEN`] octets
+    /// for any opcode), or `None` after the last one or if `out` is too small. The same
+    /// segments as the iterator's, for a caller that keeps the header in its own buffer:
+    /// nothing larger than [`SegmentInfo`] is returned (in the kernel a [`Segment`],
+    /// over 200 octets, is copied with `memcpy` calls).
+    pub fn next_into(&mut self, out: &mut [u8]) -> Option<SegmentInfo> {
+        let (fpdu, info) = self.next_header()?;
+        let header_len = fpdu.encode(out).ok()?;
+        self.advance(&info);
+        Some(SegmentInfo { header_len, ..info })
+    }
+
+    /// The next segment's header and payload range, without advancing.
+    fn next_header(&self) -> Option<(FpduHeader, SegmentInfo)> {
         if self.done {
             return None;
         }
@@ -197,6 +224,8 @@ impl Iterator for Segmenter {
         };
         let hdr_ulp = self.msg.opcode.header_len().saturating_sub(MPA_LEN_FIELD);
         let ulpdu_len = u16::try_from(usize::try_from(len).ok()?.checked_add(hdr_ulp)?).ok()?;
+        // Where the next segment starts: checked here, so that advancing cannot fail.
+        offset.checked_add(len)?;
         let fpdu = FpduHeader {
             ulpdu_len,
             last,
@@ -204,18 +233,38 @@ impl Iterator for Segmenter {
             ddp,
             rdmap: self.msg.rdmap,
         };
-        let mut header = [0u8; MAX_HDR_LEN];
-        let header_len = fpdu.encode(&mut header).ok()?;
-        self.offset = offset.checked_add(len)?;
-        self.done = last;
-        Some(Segment {
-            header,
-            header_len,
-            fpdu,
+        let info = SegmentInfo {
+            header_len: 0,
             payload_offset: offset,
             payload_len: len,
             pad: pad_len(ulpdu_len),
             last,
+        };
+        Some((fpdu, info))
+    }
+
+    fn advance(&mut self, info: &SegmentInfo) {
+        self.offset = info.payload_offset.saturating_add(info.payload_len);
+        self.done = info.last;
+    }
+}
+
+impl Iterator for Segmenter {
+    type Item = Segment;
+
+    fn next(&mut self) -> Option<Segment> {
+        let (fpdu, info) = self.next_header()?;
+        let mut header = [0u8; MAX_HDR_LEN];
+        let header_len = fpdu.encode(&mut header).ok()?;
+        self.advance(&info);
+        Some(Segment {
+            header,
+            header_len,
+            fpdu,
+            payload_offset: info.payload_offset,
+            payload_len: info.payload_len,
+            pad: info.pad,
+            last: info.last,
         })
     }
 }

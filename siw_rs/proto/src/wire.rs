@@ -71,19 +71,30 @@ impl<'a> Writer<'a> {
         Some(())
     }
 
+    /// Appends a fixed-size field with an array store: `put`'s `copy_from_slice` is, in
+    /// the kernel, a call into `core` and on to `memcpy`, even for two octets (per field of
+    /// every header sent).
+    fn array<const N: usize>(&mut self, v: [u8; N]) -> Option<()> {
+        let (head, tail) = core::mem::take(&mut self.buf).split_first_chunk_mut::<N>()?;
+        *head = v;
+        self.buf = tail;
+        self.len = self.len.checked_add(N)?;
+        Some(())
+    }
+
     /// Appends a big-endian `u16`.
     pub(super) fn u16(&mut self, v: u16) -> Option<()> {
-        self.put(&v.to_be_bytes())
+        self.array(v.to_be_bytes())
     }
 
     /// Appends a big-endian `u32`.
     pub(super) fn u32(&mut self, v: u32) -> Option<()> {
-        self.put(&v.to_be_bytes())
+        self.array(v.to_be_bytes())
     }
 
     /// Appends a big-endian `u64`.
     pub(super) fn u64(&mut self, v: u64) -> Option<()> {
-        self.put(&v.to_be_bytes())
+        self.array(v.to_be_bytes())
     }
 
     /// Returns the number of bytes written so far.

@@ -23,7 +23,7 @@ use siw_proto::fpdu::mulpdu;
 use siw_proto::mpa::*;
 use siw_proto::rdmap::*;
 use siw_proto::rx::{Receiver, RxConfig};
-use siw_proto::segment::{Message, Target};
+use siw_proto::segment::{Message, Segmenter, Target};
 
 fn cfg(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -520,5 +520,41 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(cfg(256))]
+
+    /// `Segmenter::next_into` (the driver's transmit path) yields the iterator's segments,
+    /// header octets and payload ranges alike.
+    #[test]
+    fn next_into_gives_the_iterators_segments(
+        (op, rdmap) in proptest::sample::select(Opcode::ALL.to_vec())
+            .prop_flat_map(|op| (Just(op), arb_rdmap(op))),
+        len in prop_oneof![0u32..16, 0u32..5000],
+        stag in any::<u32>(),
+        to in any::<u64>(),
+        msn in any::<u32>(),
+        mul in 20u16..3000,
+    ) {
+        let target = if op.is_tagged() {
+            Target::Tagged { stag, to }
+        } else {
+            Target::Untagged { qn: op.queue().unwrap_or(0), msn, rsvd_ulp: stag }
+        };
+        let msg = Message { opcode: op, target, rdmap, len };
+        let Ok(seg) = Segmenter::new(msg, mul) else { return Ok(()) };
+        let mut into = seg;
+        for s in seg {
+            let mut hdr = [0u8; MAX_HDR_LEN];
+            let info = into.next_into(&mut hdr).expect("as many segments as the iterator");
+            prop_assert_eq!(&hdr[..info.header_len], s.header());
+            prop_assert_eq!(
+                (info.payload_offset, info.payload_len, info.pad, info.last),
+                (s.payload_offset, s.payload_len, s.pad, s.last)
+            );
+        }
+        prop_assert_eq!(into.next_into(&mut [0u8; MAX_HDR_LEN]), None);
     }
 }

@@ -303,7 +303,9 @@ fn feed_messages(
                 Ok(step) => {
                     rest = &rest[step.consumed..];
                     match step.event {
-                        Some(Event::Header { header, .. }) => out.push((header, Vec::new())),
+                        Some(Event::Header { .. }) => {
+                            out.push((*rx.current_header().unwrap(), Vec::new()))
+                        }
                         Some(Event::Payload(p)) => out.last_mut().unwrap().1.extend_from_slice(p),
                         Some(Event::End) => {
                             ended = true;

@@ -2,13 +2,15 @@
 
 //! Differential fuzzing of the transmit side against the receiver: messages described
 //! by the input are segmented, framed (pad, CRC, markers) and received back; the
-//! reassembled messages must equal what was sent.
+//! reassembled messages must equal what was sent. Segmented through the iterator, or
+//! (input bit 2) through `Segmenter::next_into`, the header encoded in place as the
+//! driver's transmit path does it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use siw_proto::crc::SoftCrc32c;
 use siw_proto::fpdu::{mulpdu, write_fpdu, MarkerTx};
-use siw_proto::rdmap::{HeaderOptions, Opcode, RdmapHdr};
+use siw_proto::rdmap::{HeaderOptions, Opcode, RdmapHdr, MAX_HDR_LEN};
 use siw_proto::rx::{Event, Receiver, RxConfig};
 use siw_proto::segment::{Message, Segmenter, Target};
 
@@ -18,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let crc = data[0] & 1 != 0;
     let markers = data[0] & 2 != 0;
+    let in_place = data[0] & 4 != 0;
     let emss = 64 + u32::from(u16::from_be_bytes([data[1], data[2]]) % 9000);
     let mul = mulpdu(emss, markers);
     let mut tx_markers = markers.then(MarkerTx::new);
@@ -35,13 +38,24 @@ fuzz_target!(|data: &[u8]| {
             (Opcode::Send, Target::Untagged { qn: 0, msn: msn - 1, rsvd_ulp: 0 })
         };
         let msg = Message { opcode, target, rdmap: RdmapHdr::None, len: len as u32 };
-        for seg in Segmenter::new(msg, mul).expect("segmenter") {
-            assert!(seg.fpdu.ulpdu_len <= mul);
-            let off = seg.payload_offset as usize;
-            let body = &payload[off..off + seg.payload_len as usize];
-            let mut buf = vec![0u8; 2 * (seg.header().len() + body.len()) + 64];
+        let mut segs = Segmenter::new(msg, mul).expect("segmenter");
+        loop {
+            let mut hdr = [0u8; MAX_HDR_LEN];
+            let (hlen, off, plen) = if in_place {
+                let Some(info) = segs.next_into(&mut hdr) else { break };
+                (info.header_len, info.payload_offset, info.payload_len)
+            } else {
+                let Some(seg) = segs.next() else { break };
+                assert!(seg.fpdu.ulpdu_len <= mul);
+                let h = seg.header();
+                hdr[..h.len()].copy_from_slice(h);
+                (h.len(), seg.payload_offset, seg.payload_len)
+            };
+            let off = off as usize;
+            let body = &payload[off..off + plen as usize];
+            let mut buf = vec![0u8; 2 * (hlen + body.len()) + 64];
             let mut c = SoftCrc32c::new();
-            let n = write_fpdu(&mut buf, &[seg.header(), body], crc.then_some(&mut c), tx_markers.as_mut())
+            let n = write_fpdu(&mut buf, &[&hdr[..hlen], body], crc.then_some(&mut c), tx_markers.as_mut())
                 .expect("frame");
             stream.extend_from_slice(&buf[..n]);
         }
@@ -56,8 +70,8 @@ fuzz_target!(|data: &[u8]| {
         let step = rx.feed(rest).expect("valid stream");
         rest = &rest[step.consumed..];
         match step.event {
-            Some(Event::Header { header, first }) => {
-                let tagged = header.opcode.is_tagged();
+            Some(Event::Header { first }) => {
+                let tagged = rx.current_header().expect("header event").opcode.is_tagged();
                 if first {
                     got.push((tagged, Vec::new()));
                 }

@@ -39,7 +39,8 @@ pub fn run_chunks(cfg: RxConfig, chunks: &[&[u8]]) -> (Vec<Ev>, Option<TermError
                     );
                     rest = &rest[step.consumed..];
                     match step.event {
-                        Some(Event::Header { header, first }) => {
+                        Some(Event::Header { first }) => {
+                            let header = *rx.current_header().expect("header event");
                             evs.push(Ev::Header(header, first))
                         }
                         Some(Event::Payload(p)) => match evs.last_mut() {
