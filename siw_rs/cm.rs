@@ -539,6 +539,17 @@ impl Ep {
         self.arm_timeout(ms);
     }
 
+    /// The endpoint no longer waits: no deadline, and its timer, unless a reply is still
+    /// owed through it, is cancelled. A pending timer holds the endpoint (and module exit
+    /// waits for it) for up to [`MPA_REPLY_TIMEOUT_MS`] after the connection came up or
+    /// closed.
+    fn clear_deadline(self: &Arc<Self>, g: &mut Inner) {
+        g.deadline = None;
+        if g.reply_owed.is_none() {
+            work::cancel_delayed::<_, 1>(self);
+        }
+    }
+
     fn attach(self: &Arc<Self>, g: &Inner) {
         if let Some(s) = &g.sock {
             s.attach(self.clone());
@@ -630,6 +641,11 @@ impl Ep {
         let (Some(sock), mpa) = (inner.sock.as_ref(), &mut inner.mpa) else {
             return false;
         };
+        // As in `data`: the peer's FIN (or reset) may show only after the read, once
+        // `release_sock()` has run the backlog with the last MPA bytes in it. A peer that
+        // rejects, as the C siw does, sends its reply and closes at once; ending on the close
+        // without reading again would lose the reply and report a reset, not a refusal.
+        let closed_before = sock.alive().is_err();
         let mut done = false;
         let mut bad = false;
         let r = sock.read(&mut |buf| match mpa.feed(buf) {
@@ -652,7 +668,12 @@ impl Ep {
         }
         if !done {
             if sock.alive().is_err() {
-                self.lost(g);
+                if closed_before {
+                    self.lost(g);
+                } else {
+                    // Read once more, now that the close shows.
+                    self.kick();
+                }
             }
             return false;
         }
@@ -924,6 +945,7 @@ impl Ep {
             return false;
         }
         g.phase = Phase::Established;
+        self.clear_deadline(g);
         true
     }
 
@@ -1058,6 +1080,7 @@ impl Ep {
             return false;
         }
         g.phase = Phase::Established;
+        self.clear_deadline(g);
         true
     }
 
@@ -1088,6 +1111,7 @@ impl Ep {
         let rtr_in = qp.lock().link().is_some_and(|l| l.rx.messages > 0);
         if rtr_in {
             g.phase = Phase::Established;
+            self.clear_deadline(g);
             if let Some(cm) = g.cm.as_ref() {
                 notify(cm, CmEvent::Established);
             }
@@ -1344,7 +1368,7 @@ impl Ep {
             // Not ours to wait for any more: a late accept or reject finds nothing.
             drop(self.tables.take_request(self.cookie));
         }
-        g.deadline = None;
+        self.clear_deadline(g);
         if matches!(prev, Phase::AwaitReply | Phase::Connecting) {
             self.report_reply(g, &EventData::failed(ECONNRESET));
         }
@@ -1431,7 +1455,7 @@ impl Ep {
         let wait = av.backoff_ms;
         av.backoff_ms = wait.saturating_mul(2).min(AV_BACKOFF_MAX_MS);
         g.phase = Phase::Backoff;
-        g.deadline = None;
+        self.clear_deadline(g);
         self.arm_backoff(wait);
     }
 
@@ -1533,7 +1557,7 @@ impl Ep {
             return false;
         }
         g.phase = Phase::Established;
-        g.deadline = None;
+        self.clear_deadline(g);
         g.av = None;
         true
     }
@@ -1603,7 +1627,7 @@ impl Ep {
         };
         g.qp = qp;
         g.phase = Phase::Established;
-        g.deadline = None;
+        self.clear_deadline(g);
         let pd = Message::Accept { from: to, to: from }.encode();
         if !send_frame(g.sock.as_ref(), &acc.reply_frame(&pd)) {
             self.close_locked(g, How::Error);
@@ -1961,7 +1985,7 @@ fn accept_sctp(
     g.phase = Phase::Established;
     notify(&cm, CmEvent::Established);
     g.cm = Some(cm);
-    g.deadline = None;
+    ep.clear_deadline(g);
     ep.kick();
     Ok(())
 }
