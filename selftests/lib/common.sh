@@ -8,6 +8,10 @@
 set -euo pipefail
 : "${ROOT:?}"
 SIW_RS_KO=$ROOT/siw_rs/siw_rs.ko
+# The test programs (selftests/*/*.c), which selftests/run builds on the host and names in
+# SIW_RS_BIN: gcc in the guest took 10 to 25 s a program under TCG. (The demo and bench
+# guests source this file too, and run none of them.)
+TESTBIN=${SIW_RS_BIN:-/nonexistent/SIW_RS_BIN-unset}
 
 _siw_rs_exit() {
 	local rc=$?
@@ -18,16 +22,22 @@ _siw_rs_exit() {
 trap _siw_rs_exit EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# nap SECS: sleep without a process (a read timing out on a pipe that nobody writes);
+# under TCG a `sleep` costs 0.1 s of CPU to start, so short polls nap instead.
+exec {_nap_fd}<> <(:)
+nap() { read -r -t "$1" -u "$_nap_fd" _ || true; }
 log() { echo "# $*"; }
 
 # has REGEX TEXT: TEXT contains a line matching the extended REGEX.
 has() { grep -Eq -- "$1" <<<"$2"; }
 
 # SIW_RS_PARAMS: module parameters for insmod (e.g. "mpa_crc_required=1").
-load_siw_rs() { has '^siw_rs ' "$(lsmod)" || insmod "$SIW_RS_KO" ${SIW_RS_PARAMS:-}; }
-unload_siw_rs() { if has '^siw_rs ' "$(lsmod)"; then rmmod siw_rs; fi; }
-load_siw() { has '^siw ' "$(lsmod)" || modprobe siw; }
-unload_siw() { if has '^siw ' "$(lsmod)"; then rmmod siw; fi; }
+# (A loaded module has /sys/module/NAME/initstate: no lsmod and grep processes, 0.4 s.)
+load_siw_rs() { [ -e /sys/module/siw_rs/initstate ] || insmod "$SIW_RS_KO" ${SIW_RS_PARAMS:-}; }
+unload_siw_rs() { if [ -e /sys/module/siw_rs/initstate ]; then rmmod siw_rs; fi; }
+load_siw() { [ -e /sys/module/siw/initstate ] || modprobe siw; }
+unload_siw() { if [ -e /sys/module/siw/initstate ]; then rmmod siw; fi; }
 
 # rdma_dev_exists NAME: the RDMA device is registered (sysfs and the rdma tool agree).
 rdma_dev_exists() {
@@ -68,10 +78,14 @@ expect_fail_with() {
 
 # counter DEV NAME: the value of counter NAME of DEV's port 1.
 counter() {
-	local out
+	local out w prev=
 	out=$(rdma statistic show link "$1/1") || fail "rdma statistic show link $1/1 failed"
-	awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); found = 1 } }
-		END { if (!found) exit 1 }' <<<"$out" || fail "$1 has no counter $2: $out"
+	# The word after NAME, with builtins (an awk per counter cost 0.25 s under TCG).
+	for w in $out; do
+		[ "$prev" = "$2" ] && { echo "$w"; return 0; }
+		prev=$w
+	done
+	fail "$1 has no counter $2: $out"
 }
 
 # fpdu_payload DEV: the mean payload of the FPDUs siw_rs device DEV sent (counters).
@@ -100,28 +114,34 @@ two_hosts() {
 # two_host_netns: the namespaces hostA and hostB and the veth pair of two_hosts, without
 # RDMA devices.
 two_host_netns() {
-	ip netns add hostA
-	ip netns add hostB
+	# One ip process per namespace (-batch): under TCG each process start costs 0.2 s.
 	# Distinct ifindexes: the C siw binds a wildcard listen to its netdev's ifindex in the
 	# listener's namespace, so with equal indexes its listener for host A's device would
 	# collide (EADDRINUSE) with host B's device listener (siw_rs's listen is dormant then).
-	ip link add va netns hostA index 77 type veth peer name vb netns hostB index 78
+	ip -batch - <<-EOF
+		netns add hostA
+		netns add hostB
+		link add va netns hostA index 77 type veth peer name vb netns hostB index 78
+	EOF
 	# udev gives new veths their persistent MACs; the GID is the MAC at device creation.
 	udev_settle
-	ip -n hostA addr add 192.168.77.1/24 dev va
-	ip -n hostB addr add 192.168.77.2/24 dev vb
-	ip -n hostA link set va up
-	ip -n hostB link set vb up
-	ip -n hostA link set lo up
-	ip -n hostB link set lo up
+	ip -n hostA -batch - <<-EOF
+		addr add 192.168.77.1/24 dev va
+		link set va up
+		link set lo up
+	EOF
+	ip -n hostB -batch - <<-EOF
+		addr add 192.168.77.2/24 dev vb
+		link set vb up
+		link set lo up
+	EOF
 }
 
 # Undoes two_hosts, whatever is left of it (a test may have deleted a device already).
 two_hosts_down() {
 	ip netns exec hostA rdma link delete "${DEV_A:-none}" 2>/dev/null || true
 	ip netns exec hostB rdma link delete "${DEV_B:-none}" 2>/dev/null || true
-	ip netns del hostA 2>/dev/null || true
-	ip netns del hostB 2>/dev/null || true
+	printf 'netns del hostA\nnetns del hostB\n' | ip -force -batch - 2>/dev/null || true
 	unload_siw_rs 2>/dev/null || true
 	unload_siw 2>/dev/null || true
 }
@@ -138,14 +158,28 @@ listening_b() { listening_in hostB "$1"; }
 # listening_in NS PORT: wait (30 s at most) until namespace NS has a TCP listener on PORT, or
 # an SCTP one (a siw_rs_sctp device's; /proc/net/sctp/eps, column LPORT).
 listening_in() {
-	local n
-	for n in $(seq 60); do
-		[ -n "$(ip netns exec "$1" ss -Htln "sport = :$2")" ] && return 0
-		ip netns exec "$1" awk -v p="$2" '$6 == p { f = 1 } END { exit !f }' \
-			/proc/net/sctp/eps 2>/dev/null && return 0
-		sleep 0.5
-	done
-	fail "nothing listens in $1 on port $2 after 30 s"
+	# One process that polls in the namespace with builtins only: under TCG `ss` and `awk`
+	# per look cost 0.5 s. /proc/net/tcp(6) column st 0A is LISTEN; the fd 3 read timing
+	# out is the 0.1 s sleep.
+	ip netns exec "$1" bash -c '
+		printf -v port "%04X" "$1"
+		exec 3<> <(:)
+		for ((n = 0; n < 300; n++)); do
+			for f in /proc/net/tcp /proc/net/tcp6; do
+				[ -r $f ] || continue
+				while read -r _ l _ st _; do
+					[ "${l##*:}" = "$port" ] && [ "$st" = 0A ] && exit 0
+				done <$f
+			done
+			if [ -r /proc/net/sctp/eps ]; then
+				while read -r _ _ _ _ _ lport _; do
+					[ "$lport" = "$1" ] && exit 0
+				done </proc/net/sctp/eps
+			fi
+			read -t 0.1 -u 3 || true
+		done
+		exit 1' listening_in "$2" ||
+		fail "nothing listens in $1 on port $2 after 30 s"
 }
 
 # hung_dump PID NAME SECS: if PID is still running after SECS seconds, print the kernel and
@@ -153,7 +187,7 @@ listening_in() {
 # lines), then kill it (its exit status then fails the caller's wait).
 hung_dump() {
 	local pid=$1 name=$2 n=0 p t
-	while kill -0 "$pid" 2>/dev/null && [ $n -lt "$3" ]; do sleep 1; n=$((n + 1)); done
+	while kill -0 "$pid" 2>/dev/null && [ $n -lt $(($3 * 10)) ]; do nap 0.1; n=$((n + 1)); done
 	kill -0 "$pid" 2>/dev/null || return 0
 	echo "# $name still running $3 s after its peer finished:"
 	for p in $(pgrep -x "$name"); do
@@ -218,12 +252,14 @@ rping_sizes() {
 # QP may post one more Send after the other side has everything it needs and exits; that
 # Send is flushed (wr_id 2) and the tool fails. On InfiniBand that Send would only fail
 # its retries after the tool had finished. Only that failure, with the other side's full
-# result printed, is run again (twice at most), and each retry is logged.
+# result printed, is run again (seven times at most), and each retry is logged. (Twice at
+# most until 2026-11-27: with the VMs' page cache, processes exit sooner, the late Send
+# meets the peer's FIN more often, and one run failed 3 tries of 3.)
 pingpong() {
 	local prog=$1 sargs=$2 cargs=$3 out srv sns=hostB sdev=$DEV_B saddr=192.168.77.2 try
 	if [ "${4:-}" = same ]; then sns=hostA sdev=$DEV_A saddr=192.168.77.1; fi
 	local late='Failed status Work Request Flushed Error \(5\) for wr_id 2$' done_re='^[0-9]+ iters in'
-	for try in 1 2 3; do
+	for try in 1 2 3 4 5 6 7 8; do
 		# shellcheck disable=SC2086 # the argument strings are word lists
 		ip netns exec $sns timeout 300 "$prog" -d "$sdev" $sargs >/tmp/pp-s.out 2>&1 &
 		srv=$!
@@ -235,7 +271,7 @@ pingpong() {
 		# shellcheck disable=SC2086
 		out=$(on_a timeout 300 "$prog" -d "$DEV_A" $cargs $saddr 2>&1) || rc=$?
 		wait $srv || src=$?
-		[ "$prog" = ibv_srq_pingpong ] && [ $try -lt 3 ] || break
+		[ "$prog" = ibv_srq_pingpong ] && [ $try -lt 8 ] || break
 		if { [ $rc = 1 ] && [ $src = 0 ] && has "$late" "$out" &&
 			has "$done_re" "$(cat /tmp/pp-s.out)"; } ||
 			{ [ $src = 1 ] && [ $rc = 0 ] && has "$late" "$(cat /tmp/pp-s.out)" &&
@@ -254,13 +290,31 @@ pingpong() {
 	log "$prog $cargs${4:+ (one device)}: $(grep -E "$done_re" <<<"$out")"
 }
 
+# perftest_evidence: what a retried perftest failure leaves in the log: each device's
+# counters, TCP's resets and refusals in each host, the listeners in host B (with the
+# device each is bound to), the kernel's last lines.
+perftest_evidence() {
+	local d ns
+	for d in "$DEV_A" "$DEV_B"; do
+		log "retried:   $d: $(rdma statistic show link "$d/1" 2>/dev/null | tr -s ' \n' ' ')"
+	done
+	for ns in hostA hostB; do
+		log "retried:   $ns: $(ip netns exec $ns nstat -asz TcpActiveOpens TcpPassiveOpens \
+			TcpAttemptFails TcpEstabResets TcpOutRsts TcpExtListenDrops TcpExtListenOverflows \
+			2>/dev/null | grep -v '^#' | tr -s ' \n' ' ')"
+	done
+	log "retried:   hostB listens: $(ip netns exec hostB ss -Htln 2>/dev/null | tr -s ' \n' ' ')"
+	log "retried:   kernel: $(dmesg | tail -n 8 | tr '\n' '|')"
+}
+
 # perftest_all: each perftest benchmark over rdma_cm (-R), server on host B, client on host
 # A; both must exit 0 and the client must print its result line. (perftest checks
 # completions, not data; the byte checks are rping's and data_verify's.) perftest
 # calibrates the TSC against the wall clock first, which under TCG sometimes fails
 # ("Correlation coefficient ... Can't produce a report") after a good run: that failure,
-# and a connection broken in perftest's startup exchange (an open defect, below; its retries
-# are shown even when the test passes), are retried, twice at most.
+# a connection broken in perftest's startup exchange, and a connect rejected while the server
+# heard nothing (two open defects, below; their retries are shown even when the test passes),
+# are retried, twice at most.
 perftest_all() {
 	local t out srv try ok
 	for t in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
@@ -270,6 +324,18 @@ perftest_all() {
 			srv=$!
 			listening_b 18515
 			out=$(on_a timeout 180 "$t" -R -d "$DEV_A" -n 100 -s 4096 192.168.77.2 2>&1) || ok=0
+			if [ $ok = 0 ] && has 'RDMA_CM_EVENT_REJECTED' "$out" && kill -0 $srv 2>/dev/null; then
+				# Open defect (2026-11-28, CI, once in the rs-rs run): the client's connect
+				# was REJECTED with ECONNRESET (a reset or a refused SYN) while the server,
+				# listening, heard no request and waited for its timeout. Not understood; the
+				# evidence for whoever digs (TCP's counts in both hosts, the devices'
+				# counters), the server stopped, and one more try.
+				log "retried: $t: connect rejected, the server heard nothing (try $try): $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
+				perftest_evidence
+				pkill -x "$t" || true
+				wait $srv || true
+				continue
+			fi
 			wait $srv || ok=0
 			[ $ok = 1 ] && break
 			if has 'Failed to exchange data between server and clients' "$out$(cat /tmp/perf-s.out)"; then
@@ -278,10 +344,7 @@ perftest_all() {
 				# exchange, before any measured traffic, in 2 of 2 runs (never in 67 runs of
 				# 06 alone or in a loop). Retried, with the evidence logged for whoever digs.
 				log "retried: $t: perftest's startup exchange failed (try $try): $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
-				for d in "$DEV_A" "$DEV_B"; do
-					log "retried:   $d: $(rdma statistic show link "$d/1" 2>/dev/null | tr -s ' \n' ' ')"
-				done
-				log "retried:   kernel: $(dmesg | tail -n 8 | tr '\n' '|')"
+				perftest_evidence
 				continue
 			fi
 			has 'Correlation coefficient' "$out$(cat /tmp/perf-s.out)" || break
@@ -321,26 +384,19 @@ data_verify() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do sopts+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
 	copts=("$@")
-	# Built once per test, never reused from an earlier run: the VM's /tmp is an overlay
-	# of the host's, which may hold a binary from an older data_verify.c.
-	if [ -z "${DATA_VERIFY_BUILT:-}" ]; then
-		gcc -O1 -g -Wall -Werror -o /tmp/data_verify "$ROOT/selftests/data/data_verify.c" \
-			-libverbs -lrdmacm
-		DATA_VERIFY_BUILT=1
-	fi
 	# With -g (connections made by modify_qp) the out-of-band exchange is on 7472.
 	[[ " ${sopts[*]} " == *" -g "* ]] && port=7472
-	on_b timeout 300 /tmp/data_verify -v -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
+	on_b timeout 300 "$TESTBIN"/data_verify -v -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
 	srv=$!
 	listening_b $port
-	if ! out=$(on_a timeout 300 /tmp/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
+	if ! out=$(on_a timeout 300 "$TESTBIN"/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
 		wait $srv || true
 		fail "data_verify client ${copts[*]}: $out; server: $(cat /tmp/dv-s.out)"
 	fi
 	# The client is done: the server has only its teardown left. If it is still
 	# there after 30 s, show where it waits before failing.
 	local n=0 rc=0
-	while kill -0 $srv 2>/dev/null && [ $n -lt 30 ]; do sleep 1; n=$((n + 1)); done
+	while kill -0 $srv 2>/dev/null && [ $n -lt 300 ]; do nap 0.1; n=$((n + 1)); done
 	if kill -0 $srv 2>/dev/null; then
 		local p
 		for p in $(pgrep -x data_verify); do
@@ -363,9 +419,16 @@ data_verify() {
 # capture_start / capture_frames: record host B's veth with tcpdump, then print the MPA
 # frames seen (selftests/lib/mpa_frames.py).
 capture_start() {
+	local n
 	on_b tcpdump -i vb -s 0 -U -w /tmp/mpa.pcap 'tcp' >/tmp/tcpdump.out 2>&1 &
 	CAPTURE_PID=$!
-	sleep 2
+	# tcpdump says "listening on" once its filter is set: from then on it records.
+	for n in $(seq 200); do
+		has '^tcpdump: listening on' "$(cat /tmp/tcpdump.out)" && return 0
+		kill -0 "$CAPTURE_PID" 2>/dev/null || fail "tcpdump ended: $(cat /tmp/tcpdump.out)"
+		sleep 0.1
+	done
+	fail "tcpdump not listening after 20 s: $(cat /tmp/tcpdump.out)"
 }
 capture_frames() {
 	sleep 1
@@ -375,21 +438,32 @@ capture_frames() {
 }
 
 # gid_of ADDR: the GID of an IPv4 or IPv6 address as sysfs prints it (IPv4 mapped into IPv6,
-# eight groups of four hex digits).
+# eight groups of four hex digits). Builtins only: a python3 start costs 1.5 s under TCG.
 gid_of() {
-	python3 -c 'import ipaddress, sys
-a = ipaddress.ip_address(sys.argv[1])
-if a.version == 4:
-    a = ipaddress.IPv6Address("::ffff:" + str(a))
-print(a.exploded)' "$1"
+	local a=$1 head tail h=() t=() out=() g i
+	if [[ $a =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9]+)$ ]]; then
+		printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "${BASH_REMATCH[@]:1:4}"
+		return 0
+	fi
+	[[ $a =~ ^[0-9A-Fa-f:]+$ ]] || fail "gid_of: not an address: $a"
+	if [[ $a == *::* ]]; then head=${a%%::*} tail=${a#*::}; else head=$a tail=; fi
+	[ -n "$head" ] && IFS=: read -ra h <<<"$head"
+	[ -n "$tail" ] && IFS=: read -ra t <<<"$tail"
+	out=("${h[@]}")
+	for ((i = ${#h[@]} + ${#t[@]}; i < 8; i++)); do out+=(0); done
+	out+=("${t[@]}")
+	[ ${#out[@]} = 8 ] || fail "gid_of: not an address: $a"
+	for i in 0 1 2 3 4 5 6 7; do printf -v g '%04x' "$((16#${out[i]}))"; out[i]=$g; done
+	(IFS=:; echo "${out[*]}")
 }
 
 # gid_index DEV ADDR: the index of ADDR's GID in port 1 of RDMA device DEV (fails if absent).
 gid_index() {
-	local want f
+	local want f v
 	want=$(gid_of "$2")
 	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		if [ "$(cat "$f")" = "$want" ]; then
+		read -r v <"$f" || continue
+		if [ "$v" = "$want" ]; then
 			echo "${f##*/}"
 			return 0
 		fi
