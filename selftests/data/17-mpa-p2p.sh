@@ -10,8 +10,8 @@
 # As a peer-to-peer responder the C siw takes sk_callback_lock for writing in softirq
 # context (siw_rtr_data_ready -> siw_qp_socket_assoc -> write_lock_bh), where its data path
 # also reads it with softirqs on: lockdep reports "inconsistent lock state". That one
-# report is excused (selftests/lib/guest.sh); lockdep is off afterwards, so this test is
-# the suite's last.
+# report is excused (selftests/lib/guest.sh); lockdep is off afterwards, so selftests/run
+# runs this test last in its VM.
 . "$ROOT/selftests/lib/common.sh"
 cleanup() { pkill rping; pkill tcpdump; two_hosts_down; }
 echo 'siw_rtr_data_ready\+[0-9a-fx/]+ \[siw\]' >/tmp/siw_rs-known-report

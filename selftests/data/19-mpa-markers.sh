@@ -44,7 +44,9 @@ for p in "siw_rs siw" "siw siw_rs"; do
 		fail "$1 -> $2 connected with markers asked for: $out"
 	fi
 	[ "$(grep -c '^ping data' <<<"$out" || true)" = 0 ] || fail "$1 -> $2: data moved: $out"
-	kill $srv 2>/dev/null || true
+	# The server itself, not the subshell that started it: left running until its timeout, it
+	# holds its device's deletion (or the next case's port) for up to 60 s.
+	pkill -x rping || true
 	wait $srv 2>/dev/null || true
 	# The C siw as responder answers with an MPA Reject, which siw_rs counts.
 	if [ "$1" = siw_rs ]; then

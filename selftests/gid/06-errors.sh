@@ -8,8 +8,7 @@ cleanup() { pkill -x gid_errors; two_hosts_down; }
 SIW_RS_PARAMS="gid_connect_timeout_ms=3000"
 two_hosts siw_rs siw_rs
 g=$(wait_gid_index "$DEV_A" 192.168.77.1)
-gcc -O1 -g -Wall -Werror -o /tmp/gid_errors "$ROOT/selftests/gid/gid_errors.c" -libverbs
-out=$(on_a timeout 300 /tmp/gid_errors -d "$DEV_A" -g "$g" -U 192.168.77.99 -t 3000 2>&1) ||
+out=$(on_a timeout 300 "$TESTBIN"/gid_errors -d "$DEV_A" -g "$g" -U 192.168.77.99 -t 3000 2>&1) ||
 	fail "gid_errors: $out"
 echo "$out" | sed 's/^/# /'
 has 'all [0-9]+ cases ok' "$out" || fail "gid_errors: $out"

@@ -4,9 +4,8 @@
 # CQ_ERR async event per write(2) before, each queued in the kernel until read. Deliberate
 # difference: the C siw also reports every overflow.
 . "$ROOT/selftests/lib/common.sh"
-BIN=/tmp/cq_flood
+BIN=$TESTBIN/cq_flood
 cleanup() { rdma link delete siw_rs1; ip link del va; unload_siw_rs; }
-gcc -O1 -Wall -Werror -o "$BIN" "$ROOT/selftests/hostile/cq_flood.c" -libverbs
 load_siw_rs
 veth_pair va vb
 rdma link add siw_rs1 type siw_rs netdev va

@@ -7,9 +7,7 @@
 cleanup() { pkill -x connect_abort; two_hosts_down; }
 two_hosts siw_rs siw_rs
 on_a ip neigh replace 192.168.77.99 lladdr 02:00:00:00:00:99 dev va nud permanent
-gcc -O1 -g -Wall -Werror -o /tmp/connect_abort "$ROOT/selftests/hostile/connect_abort.c" \
-	-lrdmacm -libverbs
-out=$(on_a timeout 120 /tmp/connect_abort -a 192.168.77.99 -w 20000 2>&1) ||
+out=$(on_a timeout 120 "$TESTBIN"/connect_abort -a 192.168.77.99 -w 20000 2>&1) ||
 	fail "connect_abort: $out"
 echo "$out" | sed 's/^/# /'
 has '^wait: .*UNREACHABLE.*: ok$' "$out" || fail "the connect did not end as UNREACHABLE: $out"

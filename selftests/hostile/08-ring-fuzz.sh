@@ -9,10 +9,9 @@
 cleanup() { pkill -x ring_fuzz; pkill -x rping; two_hosts_down; }
 two_hosts siw_rs siw_rs
 g=$(wait_gid_index "$DEV_A" 192.168.77.1)
-gcc -O1 -g -Wall -Werror -o /tmp/ring_fuzz "$ROOT/selftests/hostile/ring_fuzz.c" -libverbs
 seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 log "ring_fuzz seed $seed (SEED=$seed repeats it)"
-on_a timeout 600 /tmp/ring_fuzz -d "$DEV_A" -g "$g" -s "$seed" -n 1500 >/tmp/ring-fuzz.out 2>&1 &
+on_a timeout 600 "$TESTBIN"/ring_fuzz -d "$DEV_A" -g "$g" -s "$seed" -n 1500 >/tmp/ring-fuzz.out 2>&1 &
 fuzz=$!
 # Another process's traffic, over the other device and the same veth, meanwhile.
 rping_sizes 20 4096

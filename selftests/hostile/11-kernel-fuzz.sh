@@ -8,10 +8,11 @@
 # it (Terminate or close), invalidates the dead one again (allowed), and, as the
 # target never reposts its receives, every Send beyond them must be Terminated; more Read
 # Requests than the announced IRD behind a zero window must be Terminated too. FUZZ_FRAMES
-# frames (default 40000), seeded (SEED=N repeats a run). Afterwards: every connection the
-# target took was released (none open), no verbs call failed where it must not, an rping
-# on the device, rmmod of the target and of siw_rs, unreclaimable slab back; the suite
-# checks the kernel log and kmemleak.
+# frames (default 40000) or FUZZ_SECONDS (default 60, 120 until 2026-11-27; 0: none, as
+# make fuzz-vm runs it), whichever ends first, seeded (SEED=N repeats a run). Afterwards:
+# every connection the target took was released (none open), no verbs call failed where
+# it must not, an rping on the device, rmmod of the target and of siw_rs, unreclaimable
+# slab back; the suite checks the kernel log and kmemleak.
 . "$ROOT/selftests/lib/common.sh"
 KF=$ROOT/selftests/hostile/kfuzz/kfuzz_target.ko
 P=/sys/module/kfuzz_target/parameters
@@ -27,14 +28,15 @@ counters() {
 two_hosts siw_rs siw_rs
 seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 frames=${FUZZ_FRAMES:-40000}
-log "frame_fuzz seed $seed, $frames frames against kfuzz_target (SEED=$seed repeats it)"
+secs=${FUZZ_SECONDS:-60}
+log "frame_fuzz seed $seed, $frames frames or $secs s against kfuzz_target (SEED=$seed FUZZ_SECONDS=0 repeats it)"
 slab0=$(unreclaimable_kb)
 on_b insmod "$KF" addr=192.168.77.2 || fail "insmod kfuzz_target"
 listening_b 7181
 start=$(date +%s)
 rc=0
 on_a python3 "$ROOT/selftests/lib/frame_fuzz.py" --addr 192.168.77.2 --port 7181 \
-	--seed "$seed" --frames "$frames" >/tmp/kframe-fuzz.out 2>&1 || rc=$?
+	--seed "$seed" --frames "$frames" --seconds "$secs" >/tmp/kframe-fuzz.out 2>&1 || rc=$?
 took=$(( $(date +%s) - start ))
 out=$(grep -v '^#' /tmp/kframe-fuzz.out || true)
 log "$(head -n 30 <<<"$out")"

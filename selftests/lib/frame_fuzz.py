@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # frame_fuzz.py: a hostile iWARP peer that fuzzes a listener over raw TCP (issue 13).
 #
-#   frame_fuzz.py --addr A [--port P] --seed S --frames N [--quiet]
+#   frame_fuzz.py --addr A [--port P] --seed S --frames N [--seconds T] [--quiet]
 #
 # The listener is selftests/hostile/fuzz_target.c (user space) or kfuzz/kfuzz_target.c (a
 # kernel consumer), whose accept private data names a live MR (its bytes known), a dead
@@ -9,8 +9,10 @@
 # the kernel target, flags: 1, a Send "ready" follows the reply (the peer waits for it) and
 # the MR is a fast-registration one, which a Send with Invalidate may invalidate; 2, the
 # receives are never reposted.
-# Connection after connection until N frames were sent, each with a random.Random seeded
-# from S and the connection's number (so a seed repeats a run), the peer plays one of:
+# Connection after connection until N frames were sent (or, with --seconds, T seconds have
+# passed: the run then ends after the connection under way, and says so), each with a
+# random.Random seeded from S and the connection's number (so a seed repeats a run, and
+# --only K one connection of it), the peer plays one of:
 #
 # fpdu (most): an MPA exchange (revision 1 or 2, CRC asked for or not, random IRD/ORD and
 #   private data), then a run of valid traffic: RDMA Writes into the live MR and Sends
@@ -42,7 +44,7 @@
 #
 # Prints a summary line:
 #   frame_fuzz: seed S frames F connections C terminates T closes X failures E elapsed Ts
-# followed by per-class counts, and one "FAIL: ..." line per failure (with the
+# ("budget T s reached" after it when --seconds ended the run) followed by per-class counts, and one "FAIL: ..." line per failure (with the
 # connection's number, to repeat it: --only K). Exits 1 on any failure.
 import argparse
 import random
@@ -787,7 +789,11 @@ class Fuzz:
     def run(self):
         t0 = time.monotonic()
         k = 0
+        budget = False
         while self.frames < self.a.frames and len(self.failures) < 20:
+            if self.a.seconds and time.monotonic() - t0 >= self.a.seconds:
+                budget = True
+                break
             if self.a.only is None or self.a.only == k:
                 self.k = k
                 self.rng = random.Random(self.a.seed * 1000003 + k)
@@ -817,7 +823,8 @@ class Fuzz:
         took = time.monotonic() - t0
         print(f"frame_fuzz: seed {self.a.seed} frames {self.frames} connections {self.conns} "
               f"terminates {self.terminates} closes {self.closes} failures {len(self.failures)} "
-              f"elapsed {took:.0f}s", flush=True)
+              f"elapsed {took:.0f}s" + (f" budget {self.a.seconds:g} s reached" if budget else ""),
+              flush=True)
         print("classes: " + " ".join(f"{n}={v}" for n, v in sorted(self.classes.items())))
         for f in self.failures:
             print(f, flush=True)
@@ -830,6 +837,7 @@ def main():
     ap.add_argument("--port", type=int, default=7180)
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--frames", type=int, default=100000)
+    ap.add_argument("--seconds", type=float, default=0, help="time budget (0: none)")
     ap.add_argument("--only", type=int)
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--trace", action="store_true", help="print every valid operation")

@@ -7,7 +7,7 @@
 # Accept first and a Session Terminate last.
 . "$ROOT/selftests/lib/common.sh"
 cleanup() {
-	pkill rping; pkill -f /tmp/data_verify
+	pkill rping; pkill -x data_verify
 	[ -n "${CAPTURE_PID:-}" ] && kill "$CAPTURE_PID" 2>/dev/null
 	two_hosts_down
 }

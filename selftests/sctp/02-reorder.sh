@@ -4,7 +4,7 @@
 # rping -V and the byte-checking program check every byte; the sctp_held counter proves
 # that messages did come early and were held for their turn.
 . "$ROOT/selftests/lib/common.sh"
-cleanup() { pkill rping; pkill -f /tmp/data_verify; two_hosts_down; }
+cleanup() { pkill rping; pkill -x data_verify; two_hosts_down; }
 two_hosts siw_rs_sctp siw_rs_sctp
 modprobe sch_netem
 for h in A B; do

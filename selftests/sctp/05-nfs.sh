@@ -15,7 +15,8 @@ two_hosts siw_rs_sctp siw_rs_sctp
 nfs_server_up
 nfs_client 4.2
 n=$(on_a awk '$1 ~ /^Sctp(In|Out)UnorderChunks$/ { s += $2 } END { print s + 0 }' /proc/net/sctp/snmp)
-[ "$n" -ge 40000 ] || fail "only $n unordered SCTP DATA chunks at the client"
+# 16 MiB each way (nfs_client) are over 11,000 chunks each way, fio's I/O on top.
+[ "$n" -ge 20000 ] || fail "only $n unordered SCTP DATA chunks at the client"
 log "client: $n DDP segments as unordered SCTP DATA chunks, in and out"
 nfs_server_down
 nfs_hosts_down

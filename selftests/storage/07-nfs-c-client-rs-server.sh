@@ -1,8 +1,8 @@
 # NFSv3 and NFSv4.2 over RDMA (proto=rdma, port 20049): the server (nfsd, mountd, rpcbind)
 # in host B on the siw_rs device exports a tmpfs, the client in the initial namespace (see
 # nfs_pairing: the C siw cannot mount from another) mounts it on the siw
-# device; 64 MiB of pseudo-random data written, remounted, read back and compared; fio with
-# verify (direct I/O, 4 KiB and 1 MiB) for 30 s.
+# device; 16 MiB of pseudo-random data written, remounted, read back and compared; fio with
+# verify (direct I/O: 1 MiB of 4 KiB random writes, 4 MiB of 1 MiB ones, all read back).
 . "$ROOT/selftests/lib/common.sh"
 . "$ROOT/selftests/lib/storage.sh"
 cleanup() {

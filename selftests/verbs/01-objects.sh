@@ -5,7 +5,7 @@
 # veth pair), but for the SQ flushes the C siw omits (see below). A few absolute expectations taken from the C siw's code pin the reference
 # down, so that the comparison cannot pass on two equally broken transcripts.
 . "$ROOT/selftests/lib/common.sh"
-BIN=/tmp/verbs_objects
+BIN=$TESTBIN/verbs_objects
 OUT=/tmp/verbs_objects.out
 cleanup() {
 	rdma link delete siw_rs1 2>/dev/null || true
@@ -15,7 +15,6 @@ cleanup() {
 	unload_siw
 }
 
-gcc -O1 -Wall -Werror -o "$BIN" "$ROOT/selftests/verbs/verbs_objects.c" -libverbs
 load_siw_rs
 load_siw
 veth_pair va vb
