@@ -208,7 +208,7 @@ profile_rec() {
 	mkfifo /tmp/bench-ctl /tmp/bench-ack
 	# Started disabled and enabled through its control fifo: once the ack is read, perf
 	# really samples (its start-up, reading every process's maps, takes a while).
-	perf record -a -F 4000 -D -1 --control fifo:/tmp/bench-ctl,/tmp/bench-ack \
+	perf record -a ${BENCH_CALLERS:+-g} -F 4000 -D -1 --control fifo:/tmp/bench-ctl,/tmp/bench-ack \
 		-o /tmp/bench.perf >/dev/null 2>&1 &
 	pid=$!
 	exec 8<>/tmp/bench-ctl 9<>/tmp/bench-ack
@@ -223,10 +223,30 @@ profile_rec() {
 	p1=$(ip netns exec hostA cat /sys/class/net/va/statistics/{tx,rx}_packets | paste -sd+ | bc)
 	kill -INT "$pid"
 	wait "$pid" || true
-	perf script -i /tmp/bench.perf --kallsyms=/proc/kallsyms -F ip,sym,dso 2>/dev/null |
-		awk '{ $1 = ""; sub(/^ /, ""); print }' >/tmp/bench-all.txt || true
+	# One "symbol (dso)" a sample; with BENCH_CALLERS, one paragraph a sample: the sampled
+	# symbol, then its callers, one a line.
+	perf script -i /tmp/bench.perf --kallsyms=/proc/kallsyms \
+		-F "ip,sym,${BENCH_CALLERS:+symoff,}dso" 2>/dev/null |
+		awk '{ $1 = ""; sub(/^ /, ""); print }' >/tmp/bench-chains.txt || true
+	if [ -n "${BENCH_CALLERS:-}" ]; then
+		awk -v RS= -F '\n' '{ l = $1; sub(/\+0x[0-9a-f]+ /, " ", l); print l }' \
+			/tmp/bench-chains.txt >/tmp/bench-all.txt
+	else
+		mv /tmp/bench-chains.txt /tmp/bench-all.txt
+	fi
 	grep -Ev "$IDLE" </tmp/bench-all.txt >"$out.syms" || true
 	echo "$(wc -l </tmp/bench-all.txt) $((c1 - c0)) $((p1 - p0)) $v" >"$out.n"
+	# BENCH_CALLERS: who called each named symbol, by samples and call site
+	# (symbol+offset: `objdump -d` of the module, or addr2line, names the line).
+	: >"$out.callers"
+	if [ -n "${BENCH_CALLERS:-}" ]; then
+		awk -v RS= -F '\n' -v syms="$BENCH_CALLERS" '
+			BEGIN { n = split(syms, want, "|") }
+			{ for (i = 1; i <= n; i++) if (index($1, want[i] "+") == 1) {
+				c = (NF >= 2) ? $2 : "(none)"; count[want[i] " <- " c]++ } }
+			END { for (k in count) printf "%8d %s\n", count[k], k }' /tmp/bench-chains.txt |
+			sort -rn | head -n 40 >"$out.callers"
+	fi
 }
 # profile_cmd DRIVER NAME N K FN: FN M runs the row with M messages and prints its result;
 # writes the report of the difference between K N and N messages.
@@ -263,6 +283,10 @@ profile_cmd() {
 		  }
 		}' /tmp/bench-syms.txt >"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
 	dmesg | grep -i perf | tail -n 3 >>"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
+	[ ! -s /tmp/bench-long.callers ] || {
+		echo "# callers in the long run (samples): BENCH_CALLERS"
+		cat /tmp/bench-long.callers
+	} >>"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
 }
 # perf_n M: the perftest row in ROW (name|command) with M messages.
 perf_n() {
