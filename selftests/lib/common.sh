@@ -334,6 +334,9 @@ perftest_all() {
 				# with the evidence logged (a refused SYN shows in host B's TcpOutRsts).
 				log "retried: $t: connect rejected, the server heard nothing (try $try): $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
 				perftest_evidence
+				# The client's crash leaves a "traps: ... general protection fault" line in
+				# the kernel log; guest.sh sets that line aside (and only it) for this tool.
+				echo "$t" >>/tmp/siw_rs-user-crashes
 				pkill -x "$t" || true
 				wait $srv || true
 				continue
