@@ -7,6 +7,9 @@
 cleanup() { pkill rping; pkill -x data_verify; two_hosts_down; }
 two_hosts siw_rs_sctp siw_rs_sctp
 modprobe sch_netem
+# SCTP's sysctls exist once sctp.ko is in; siw_rs loads it only at its first SCTP socket,
+# so this test, run alone (SELFTEST_FILTER), found no net.sctp.rto_min to set.
+modprobe sctp
 for h in A B; do
 	# Quick retransmissions: SCTP's minimum RTO (1 s) would make each loss a long stall.
 	ip netns exec host$h sysctl -qw net.sctp.rto_min=50 net.sctp.rto_initial=200
