@@ -218,20 +218,50 @@ unloaded_slab_back() {
 	[ $(( now - $1 )) -lt 16384 ] || fail "unreclaimable slab grew by $(( now - $1 )) kB"
 }
 
+# connect_timed_out OUT: with SIW_RS_RETRY_UNREACHABLE set (sctp/02-reorder sets it), the
+# client's output OUT says its connect ended as UNREACHABLE, status -110: nothing was
+# established within siw_rs's 10 s. An open defect, seen on 2026-11-28 only over SCTP
+# through netem's loss and reordering, in 2 of about 80 connects: once in a full run, once
+# in 5 runs of sctp/02 (each time the second or third connection of the test), and none
+# in 64 back-to-back connects in a loop (one INIT lost there, resent at once). SCTP resends a lost INIT after 200 ms there, so 10 s without an
+# association is not the loss alone; whether siw_rs misses the association's coming up is
+# not known. Such a connect is retried, twice at most, with SCTP's counts and associations
+# logged (`# retried:` lines show even when the test passes).
+connect_timed_out() {
+	[ -n "${SIW_RS_RETRY_UNREACHABLE:-}" ] && has 'RDMA_CM_EVENT_UNREACHABLE.*-110' "$1"
+}
+sctp_evidence() {
+	local ns
+	for ns in hostA hostB; do
+		log "retried:   $ns sctp: $(ip netns exec $ns cat /proc/net/sctp/snmp 2>/dev/null |
+			while read -r k v; do case $k in *Estabs|*Aborteds|*Expireds|*OutOfBlues|*Discards) [ "$v" = 0 ] || printf '%s %s ' "$k" "$v" ;; esac; done)"
+		log "retried:   $ns assocs: $(ip netns exec $ns cat /proc/net/sctp/assocs 2>/dev/null | tail -n +2 | tr -s ' \n' ' ')"
+	done
+	log "retried:   kernel: $(dmesg | tail -n 5 | tr '\n' '|')"
+}
+
 # rping_sizes N SIZE...: for each SIZE, an rping -V server on host B and client on host A,
 # N iterations; every ping's data is verified by rping on both sides, and the client must
 # report N verified pings.
 rping_sizes() {
-	local count=$1 size out n srv
+	local count=$1 size out n srv try
 	shift
 	for size in "$@"; do
-		on_b timeout 120 rping -s -a 192.168.77.2 -C "$count" -S "$size" -V >/tmp/rping-s.out 2>&1 &
-		srv=$!
-		listening_b 7174
-		if ! out=$(on_a timeout 120 rping -c -a 192.168.77.2 -C "$count" -S "$size" -V -v 2>&1); then
+		for try in 1 2 3; do
+			on_b timeout 120 rping -s -a 192.168.77.2 -C "$count" -S "$size" -V >/tmp/rping-s.out 2>&1 &
+			srv=$!
+			listening_b 7174
+			out=$(on_a timeout 120 rping -c -a 192.168.77.2 -C "$count" -S "$size" -V -v 2>&1) && break
+			if [ $try -lt 3 ] && connect_timed_out "$out"; then
+				log "retried: rping size $size: the connect timed out (try $try)"
+				sctp_evidence
+				pkill -x rping || true
+				wait $srv || true
+				continue
+			fi
 			wait $srv || true
 			fail "rping client, size $size: $out; server: $(cat /tmp/rping-s.out)"
-		fi
+		done
 		# The client is done: the server only waits for the DISCONNECTED event now. If it
 		# is still there after 30 s, show where it waits (once in CI a C siw server never
 		# returned, with nothing printed), then fail.
@@ -391,13 +421,23 @@ data_verify() {
 	copts=("$@")
 	# With -g (connections made by modify_qp) the out-of-band exchange is on 7472.
 	[[ " ${sopts[*]} " == *" -g "* ]] && port=7472
-	on_b timeout 300 "$TESTBIN"/data_verify -v -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
-	srv=$!
-	listening_b $port
-	if ! out=$(on_a timeout 300 "$TESTBIN"/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1); then
+	local try
+	for try in 1 2 3; do
+		on_b timeout 300 "$TESTBIN"/data_verify -v -s 192.168.77.2 "${sopts[@]}" >/tmp/dv-s.out 2>&1 &
+		srv=$!
+		listening_b $port
+		out=$(on_a timeout 300 "$TESTBIN"/data_verify -c 192.168.77.2 "${copts[@]}" 2>&1) && break
+		# The server still waits for a connection that will not come: stopped at once.
+		if [ $try -lt 3 ] && connect_timed_out "$out" && has '^server: listening$' "$(cat /tmp/dv-s.out)"; then
+			log "retried: data_verify: the connect timed out (try $try)"
+			sctp_evidence
+			pkill -x data_verify || true
+			wait $srv || true
+			continue
+		fi
 		wait $srv || true
 		fail "data_verify client ${copts[*]}: $out; server: $(cat /tmp/dv-s.out)"
-	fi
+	done
 	# The client is done: the server has only its teardown left. If it is still
 	# there after 30 s, show where it waits before failing.
 	local n=0 rc=0
