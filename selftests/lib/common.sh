@@ -182,15 +182,17 @@ listening_in() {
 		fail "nothing listens in $1 on port $2 after 30 s"
 }
 
-# hung_dump PID NAME SECS: if PID is still running after SECS seconds, print the kernel and
-# user stacks of every NAME process, both hosts' sockets and the kernel log's tail (as "#"
-# lines), then kill it (its exit status then fails the caller's wait).
+# hung_dump PID NAME SECS [WHAT]: if PID is still running after SECS seconds, print the
+# kernel and user stacks of every NAME process, both hosts' sockets and RDMA resources, the
+# kernel log's tail (as "#" lines), then kill it (its exit status then fails the caller's
+# wait). WHAT says what the wait was for ("after its peer finished" unless given).
 hung_dump() {
 	local pid=$1 name=$2 n=0 p t
 	while kill -0 "$pid" 2>/dev/null && [ $n -lt $(($3 * 10)) ]; do nap 0.1; n=$((n + 1)); done
 	kill -0 "$pid" 2>/dev/null || return 0
-	echo "# $name still running $3 s after its peer finished:"
+	echo "# $name still running $3 s ${4:-after its peer finished}:"
 	for p in $(pgrep -x "$name"); do
+		echo "# $name $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
 		for t in /proc/"$p"/task/*; do
 			echo "# $name $p thread ${t##*/} kernel stack:"; sed 's/^/#   /' "$t/stack"
 		done
@@ -200,6 +202,9 @@ hung_dump() {
 	done
 	echo "# host A sockets:"; on_a ss -tnoi 2>&1 | sed 's/^/#   /'
 	echo "# host B sockets:"; on_b ss -tnoi 2>&1 | sed 's/^/#   /'
+	# Each QP's state and connection, and the devices' counters: which side waits for what.
+	echo "# RDMA resources:"; rdma resource show qp -dd 2>&1 | sed 's/^/#   /'
+	rdma statistic show 2>&1 | sed 's/^/#   /'
 	echo "# kernel log:"; dmesg | tail -n 30 | sed 's/^/#   /'
 	pkill -9 -x "$name"
 }
@@ -240,35 +245,64 @@ sctp_evidence() {
 	log "retried:   kernel: $(dmesg | tail -n 5 | tr '\n' '|')"
 }
 
+# rping_brief OUT ERR: an rping client's stdout and stderr, short: its "ping data" lines
+# counted, the last one shown, and every other line (errors, events) as printed.
+rping_brief() {
+	local pings
+	pings=$(grep -c '^ping data' <<<"$1" || true)
+	echo "[$pings ping lines, the last: $(grep '^ping data' <<<"$1" | tail -n 1)]" \
+		"$(grep -v '^ping data' <<<"$1" | tr '\n' '|') stderr: $(tr '\n' '|' <<<"$2")"
+}
+
 # rping_sizes N SIZE...: for each SIZE, an rping -V server on host B and client on host A,
 # N iterations; every ping's data is verified by rping on both sides, and the client must
 # report N verified pings.
+#
+# Both sides are watched: a client still running after 60 s and a fifth of a second per
+# ping (20 pings take a second or two), or a server still running 30 s after its client,
+# is shown (hung_dump) and killed. (Once in CI, 2026-11-28, both waited until the server's
+# `timeout 120` killed it; the client then saw the connection end and exited 0, so only a
+# silent server was reported. The cause: the C siw responder's missed first FPDU, see
+# ResponderWake in siw_rs/proto/src/mpa.rs.) The client's stdout is kept apart from its
+# stderr: flushed in 4 KiB pieces, it would have a "ping data" line split around an event
+# line written to stderr meanwhile.
 rping_sizes() {
-	local count=$1 size out n srv try
+	local count=$1 size out err n srv cli try rc limit=$((60 + $1 / 5))
 	shift
 	for size in "$@"; do
 		for try in 1 2 3; do
-			on_b timeout 120 rping -s -a 192.168.77.2 -C "$count" -S "$size" -V >/tmp/rping-s.out 2>&1 &
+			on_b timeout $((limit + 60)) rping -s -a 192.168.77.2 -C "$count" -S "$size" -V \
+				>/tmp/rping-s.out 2>&1 &
 			srv=$!
 			listening_b 7174
-			out=$(on_a timeout 120 rping -c -a 192.168.77.2 -C "$count" -S "$size" -V -v 2>&1) && break
-			if [ $try -lt 3 ] && connect_timed_out "$out"; then
+			on_a timeout $((limit + 60)) rping -c -a 192.168.77.2 -C "$count" -S "$size" -V -v \
+				>/tmp/rping-c.out 2>/tmp/rping-c.err &
+			cli=$!
+			hung_dump $cli rping $limit "(the client, size $size)"
+			rc=0
+			wait $cli || rc=$?
+			out=$(cat /tmp/rping-c.out)
+			err=$(cat /tmp/rping-c.err)
+			[ $rc = 0 ] && break
+			if [ $try -lt 3 ] && connect_timed_out "$err"; then
 				log "retried: rping size $size: the connect timed out (try $try)"
 				sctp_evidence
 				pkill -x rping || true
 				wait $srv || true
 				continue
 			fi
+			hung_dump $srv rping 30
 			wait $srv || true
-			fail "rping client, size $size: $out; server: $(cat /tmp/rping-s.out)"
+			fail "rping client, size $size, exited with $rc: $(rping_brief "$out" "$err");" \
+				"server: $(cat /tmp/rping-s.out)"
 		done
-		# The client is done: the server only waits for the DISCONNECTED event now. If it
-		# is still there after 30 s, show where it waits (once in CI a C siw server never
-		# returned, with nothing printed), then fail.
+		# The client is done: the server only waits for the DISCONNECTED event now.
 		hung_dump $srv rping 30
-		wait $srv || fail "rping server, size $size: $(cat /tmp/rping-s.out)"
+		wait $srv ||
+			fail "rping server, size $size: $(cat /tmp/rping-s.out); client: $(rping_brief "$out" "$err")"
 		n=$(grep -c '^ping data' <<<"$out" || true)
-		[ "$n" = "$count" ] || fail "size $size: $n of $count pings verified: $out; server: $(cat /tmp/rping-s.out)"
+		[ "$n" = "$count" ] || fail "size $size: $n of $count pings verified:" \
+			"$(rping_brief "$out" "$err"); server: $(cat /tmp/rping-s.out)"
 		log "size $size: $count pings verified"
 	done
 }
