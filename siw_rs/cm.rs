@@ -30,8 +30,8 @@ use crate::{
         gidconn::{self, End, IpAddr, Message, Outcome},
         mpa::{
             build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd,
-            MpaFrame, MpaHeader, MpaPolicy, MpaReader, Reject, RtrSet, IRD_ORD_LEN, MAX_FRAME_LEN,
-            PD_MAX_SIW, PD_MAX_ULP, SIW_MAX_IRD_ORD,
+            MpaFrame, MpaHeader, MpaPolicy, MpaReader, Reject, ResponderWake, RtrSet, IRD_ORD_LEN,
+            MAX_FRAME_LEN, PD_MAX_SIW, PD_MAX_ULP, SIW_MAX_IRD_ORD,
         },
         sctp::{
             Control, Function, Received, Role, CONTROL_HDR_LEN, MIN_MAX_SEGMENT,
@@ -153,6 +153,9 @@ struct Inner {
     /// A responder holds its first FPDU until the initiator's first message is in, or until
     /// this instant (see [`RESPONDER_HOLD_MS`]).
     tx_hold: Option<Instant<Monotonic>>,
+    /// An initiator over TCP looks whether its responder may have missed its first FPDUs
+    /// (see [`ResponderWake`]), on the `backoff` timer.
+    wake: Option<ResponderWake>,
     /// A connection over SCTP: the DDP Stream Session and the messages coming in.
     sctp: Option<KBox<SctpLink>>,
 }
@@ -170,8 +173,8 @@ pub(crate) struct Ep {
     /// The MPA exchange's deadline.
     #[pin]
     timeout: DelayedWork<Ep, 1>,
-    /// The next try of an initiator of a connection made by `modify_qp`, or the end of a
-    /// responder's hold on its first FPDU.
+    /// The next try of an initiator of a connection made by `modify_qp`, the end of a
+    /// responder's hold on its first FPDU, or an initiator's next look at its responder.
     #[pin]
     backoff: DelayedWork<Ep, 2>,
     #[pin]
@@ -213,6 +216,8 @@ impl WorkItem<2> for Ep {
             // A responder's hold is over: send what waits.
             drop(g);
             this.kick();
+        } else if g.wake.is_some() {
+            this.wake_look(&mut g);
         }
     }
 }
@@ -470,6 +475,7 @@ impl Ep {
                     deadline: None,
                     av: None,
                     tx_hold: None,
+                    wake: None,
                     sctp,
                 }, name, class),
                 fast <- new_spinlock_bh!(None, "Ep::fast"),
@@ -946,7 +952,41 @@ impl Ep {
         }
         g.phase = Phase::Established;
         self.clear_deadline(g);
+        if self.kind == Kind::Cm && g.sctp.is_none() {
+            g.wake = Some(ResponderWake::default());
+            self.arm_backoff(ResponderWake::first_ms());
+        }
         true
+    }
+
+    /// Initiator: one look of [`ResponderWake`]: a zero-length RDMA Write if this side has
+    /// sent FPDUs and heard none, and the next look armed.
+    fn wake_look(self: &Arc<Self>, g: &mut Inner) {
+        let Some(mut w) = g.wake.take() else {
+            return;
+        };
+        let Some(qp) = g.qp.clone().filter(|_| g.phase == Phase::Established) else {
+            return;
+        };
+        let look = {
+            let mut st = qp.lock();
+            let Some(link) = st.link_mut() else {
+                return;
+            };
+            let look = w.look(link.tx.sent_any(), link.rx.messages > 0);
+            if look.write {
+                link.tx.send_wake();
+            }
+            look
+        };
+        if look.write {
+            pr_debug!("siw_rs: nothing heard from the responder: a zero-length Write wakes it\n");
+            self.kick();
+        }
+        if let Some(ms) = look.next_ms {
+            g.wake = Some(w);
+            self.arm_backoff(ms);
+        }
     }
 
     /// Over SCTP: takes the next message of the session setup (the Initiate, or the answer
@@ -1369,6 +1409,9 @@ impl Ep {
             drop(self.tables.take_request(self.cookie));
         }
         self.clear_deadline(g);
+        if g.wake.take().is_some() {
+            work::cancel_delayed::<_, 2>(self);
+        }
         if matches!(prev, Phase::AwaitReply | Phase::Connecting) {
             self.report_reply(g, &EventData::failed(ECONNRESET));
         }

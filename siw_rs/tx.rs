@@ -300,8 +300,12 @@ pub(crate) struct TxState {
     pub(crate) irq: KVec<Inbound>,
     /// A Terminate to send (the raw header that caused it, as far as known).
     term: Option<(TermError, [u8; MAX_HDR_LEN], usize)>,
-    /// The peer-to-peer RTR message to send before anything else (RFC 6581).
+    /// A zero-length message to send before the next work: the peer-to-peer RTR message
+    /// (RFC 6581), or an initiator's wake-up of its responder (a Write RTR message, see
+    /// [`crate::proto::mpa::ResponderWake`]).
     rtr: Option<Rtr>,
+    /// An FPDU has been sent on this connection.
+    sent_any: bool,
     /// Markers we insert, when the peer asked for them.
     marked: Option<KBox<Marked>>,
 }
@@ -327,6 +331,7 @@ impl TxState {
             irq: KVec::with_capacity(usize::from(ird).max(1), GFP_KERNEL)?,
             term: None,
             rtr: None,
+            sent_any: false,
             marked: if markers {
                 Some(KBox::new(Marked::new()?, GFP_KERNEL)?)
             } else {
@@ -360,6 +365,19 @@ impl TxState {
     /// Queues the peer-to-peer RTR message; it goes out first.
     pub(crate) fn send_rtr(&mut self, rtr: Rtr) {
         self.rtr = Some(rtr);
+    }
+
+    /// Whether an FPDU has been sent on this connection.
+    pub(crate) fn sent_any(&self) -> bool {
+        self.sent_any
+    }
+
+    /// Queues a zero-length RDMA Write (the Write RTR message), unless a zero-length message
+    /// waits already: it wakes a responder that missed the FPDUs before it.
+    pub(crate) fn send_wake(&mut self) {
+        if self.rtr.is_none() {
+            self.rtr = Some(Rtr::Write);
+        }
     }
 
     /// Queues a Terminate for `err`, found in the FPDU whose header is `raw`.
@@ -455,6 +473,7 @@ pub(crate) fn run(
             }
             let last = f.last;
             qp.stats().add(Counter::TxFpdus, 1);
+            tx.sent_any = true;
             qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
             f.queued = false;
             if last {

@@ -3,6 +3,8 @@
 #
 #   hostile_peer.py mpa-reply --addr A --port P --pd-len N [--rev 1|2] [--reject] [--hold S]
 #   hostile_peer.py mpa-request --addr A --port P --pd-len N [--rev 1|2]
+#   hostile_peer.py quiet-responder --addr A --port P [--hold S]
+#   hostile_peer.py strand --addr A --port P --cont PID [--wake]
 #   hostile_peer.py rping-read --addr A --port P --size S --answer N
 #   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
 #   hostile_peer.py rping-read --addr A --port P --size S --silent T
@@ -18,6 +20,24 @@
 # RFC 6581 IRD/ORD word when --rev 2), or a reject (R bit) when --reject. The connection
 # is then held open for S seconds (default 20), so that only the reply itself can end the
 # initiator's connect. Prints what it received and sent, one line each.
+#
+# quiet-responder: listen on A:P, take one connection, answer the MPA request (revision 2,
+# IRD/ORD 1, no private data), then send nothing for S seconds (default 6) while it reads
+# and prints every FPDU that comes, with its time after the first one:
+# "fpdu op=send len=16 at=+0.000", "fpdu op=write len=0 stag=0x1 at=+0.021". It plays a
+# C siw responder that missed the initiator's first FPDUs (siw_rs/proto/src/mpa.rs,
+# ResponderWake). Then "held" (or "initiator closed"), and it closes.
+#
+# strand: leaves an FPDU unread in a C siw responder's socket, as a fast initiator can (see
+# quiet-responder), on purpose: the rping server on A:P (process PID) has been stopped
+# (SIGSTOP) by the caller. It sends the MPA request, waits 1 s (the C siw reads the request
+# and tells rdma_cm, whose server cannot accept yet), sends rping's advert (a Send)
+# before the reply, as no initiator may, and continues the server (SIGCONT). The C siw
+# ignores data that comes before it accepts and after its reply, so the advert stays
+# unread. It prints "reply" when the MPA reply is in, then waits 3 s for an FPDU:
+# "stranded" if none came. With --wake it then sends a zero-length RDMA Write (STag 1),
+# which is new data, and prints the FPDUs that follow for 5 s ("fpdu op=read-request
+# at=+T": rping's server took the advert and reads the buffer), then closes.
 #
 # mpa-request: connect to A:P, send an MPA request with N bytes of private data and print
 # the responder's answer: "reply rev=R reject=0|1 pd_len=L" or "closed without a reply".
@@ -67,6 +87,8 @@
 #                completes the receive rping's server posted for the advert
 # and prints the FPDUs the server sends until it closes, as rping-read does.
 import argparse
+import os
+import signal
 import socket
 import struct
 import sys
@@ -140,6 +162,85 @@ def mpa_reply(args):
         print(f"connection ended: {e}", flush=True)
     conn.close()
     srv.close()
+
+
+def quiet_responder(args):
+    srv = listen(args.addr, args.port)
+    print("listening", flush=True)
+    srv.settimeout(60)
+    conn, _ = srv.accept()
+    bits, _ = read_request(conn)
+    conn.sendall(reply_frame(2, 0, False))
+    print(f"request bits={bits:#06x}; reply sent", flush=True)
+    end = time.monotonic() + args.hold
+    first = None
+    try:
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            conn.settimeout(left)
+            f = recv_fpdu(conn)
+            now = time.monotonic()
+            first = first if first is not None else now
+            line = f"fpdu op={OP_NAMES.get(f['op'], f['op'])} len={len(f['payload'])}"
+            if f["tagged"]:
+                line += f" stag={f['stag']:#x}"
+            print(f"{line} at=+{now - first:.3f}", flush=True)
+    except socket.timeout:
+        print("held", flush=True)
+    except (EOFError, OSError) as e:
+        print(f"initiator closed ({e})", flush=True)
+    conn.close()
+    srv.close()
+    return 0
+
+
+def strand(args):
+    conn = socket.create_connection((args.addr, args.port), timeout=20)
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
+    conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
+    time.sleep(1)
+    conn.sendall(untagged(OP_SEND, 0, 1, 0, struct.pack(">QII", 0x10000, 0xABCD, 64)))
+    os.kill(args.cont, signal.SIGCONT)
+    print("advert sent before the reply; server continued", flush=True)
+    hdr = recv_exact(conn, 20)
+    bits, pd_len = struct.unpack(">HH", hdr[16:20])
+    recv_exact(conn, pd_len)
+    if hdr[:16] != KEY_REP or bits & F_REJECT:
+        print(f"unexpected MPA reply bits={bits:#06x}", flush=True)
+        return 1
+    print("reply", flush=True)
+    conn.settimeout(3)
+    try:
+        f = recv_fpdu(conn)
+        print(f"not stranded: fpdu op={OP_NAMES.get(f['op'], f['op'])}", flush=True)
+        return 0
+    except socket.timeout:
+        print("stranded", flush=True)
+    if not args.wake:
+        conn.close()
+        return 0
+    conn.sendall(tagged(OP_WRITE, 1, 0, b""))
+    start = time.monotonic()
+    print("wake sent", flush=True)
+    end = start + 5
+    try:
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise socket.timeout()
+            conn.settimeout(left)
+            f = recv_fpdu(conn)
+            print(f"fpdu op={OP_NAMES.get(f['op'], f['op'])} at=+{time.monotonic() - start:.3f}",
+                  flush=True)
+    except socket.timeout:
+        print("done", flush=True)
+    except (EOFError, OSError) as e:
+        print(f"closed ({e})", flush=True)
+    conn.close()
+    return 0
 
 
 def mpa_request(args):
@@ -464,6 +565,15 @@ def main():
     r.add_argument("--reject", action="store_true")
     r.add_argument("--hold", type=float, default=20.0)
     r.add_argument("--accept-timeout", type=float, default=60.0)
+    w = sub.add_parser("quiet-responder")
+    w.add_argument("--addr", required=True)
+    w.add_argument("--port", type=int, default=7174)
+    w.add_argument("--hold", type=float, default=6.0)
+    n = sub.add_parser("strand")
+    n.add_argument("--addr", required=True)
+    n.add_argument("--port", type=int, default=7174)
+    n.add_argument("--cont", type=int, required=True)
+    n.add_argument("--wake", action="store_true")
     q = sub.add_parser("mpa-request")
     q.add_argument("--addr", required=True)
     q.add_argument("--port", type=int, default=7174)
@@ -515,6 +625,10 @@ def main():
         return gid_request(args)
     if args.cmd == "stag-probe":
         return stag_probe(args)
+    if args.cmd == "strand":
+        return strand(args)
+    if args.cmd == "quiet-responder":
+        return quiet_responder(args)
     if args.cmd == "rping-read":
         return rping_read(args)
     if args.cmd == "mpa-reply":

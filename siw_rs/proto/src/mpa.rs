@@ -980,3 +980,127 @@ pub fn negotiate_initiator(
     }
     Ok(agreed)
 }
+
+/// The looks an initiator takes at a new connection, in milliseconds after the previous
+/// one (the first after the MPA reply): at 20, 100, 420 and 1700 ms. See [`ResponderWake`].
+pub const WAKE_LOOKS_MS: [u32; 4] = [20, 80, 320, 1280];
+
+/// An initiator's wake-up of a responder that may not have seen its first FPDUs.
+///
+/// The C siw as responder (`siw_accept()`) sends its MPA reply and only then hands the
+/// socket's data-ready callback to its QP; until then its connection manager's callback
+/// ignores data (`siw_cm_llp_data_ready()` in RDMA mode). FPDUs that arrive in between stay
+/// in the socket, unread, until more data comes. If the initiator's first message waits
+/// for an answer (rping's advert, a ULP's connect command), both sides wait for ever. Seen
+/// with a siw_rs initiator over a veth under TCG: the C siw server's socket held the
+/// client's first Send (40 octets) for 77 s. The window is short, but an initiator that
+/// answers the reply quickly, or a responder preempted in `siw_accept()`, meets it.
+///
+/// Only new data moves such a responder, so an initiator that has sent FPDUs and heard
+/// none sends a zero-length RDMA Write: the RFC 6581 Write RTR message, which every iWARP
+/// receiver takes without placing anything or validating its STag (the C siw included:
+/// `siw_proc_write()`). It looks at [`WAKE_LOOKS_MS`]; the first FPDU heard ends the looks,
+/// since a responder sends only after its QP has the socket. At most four Writes per
+/// connection, all in its first two seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ResponderWake {
+    looks: u8,
+}
+
+/// What one look of [`ResponderWake`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WakeLook {
+    /// Send the zero-length RDMA Write now.
+    pub write: bool,
+    /// The next look, this many milliseconds from now; `None`: no more.
+    pub next_ms: Option<u32>,
+}
+
+impl ResponderWake {
+    /// The delay before the first look (right after the MPA reply is taken).
+    pub const fn first_ms() -> u32 {
+        WAKE_LOOKS_MS[0]
+    }
+
+    /// A look: `sent` whether this side has sent any FPDU on the connection, `heard`
+    /// whether it has received any.
+    pub fn look(&mut self, sent: bool, heard: bool) -> WakeLook {
+        let n = WAKE_LOOKS_MS.len() as u8;
+        if heard || self.looks >= n {
+            self.looks = n;
+            return WakeLook {
+                write: false,
+                next_ms: None,
+            };
+        }
+        self.looks += 1;
+        WakeLook {
+            write: sent,
+            next_ms: WAKE_LOOKS_MS.get(usize::from(self.looks)).copied(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod wake_tests {
+    use super::*;
+
+    #[test]
+    fn a_silent_responder_gets_four_writes_then_no_more() {
+        let mut w = ResponderWake::default();
+        let mut writes = 0;
+        let mut at = ResponderWake::first_ms();
+        let mut times = [0u32; 4];
+        for t in times.iter_mut() {
+            *t = at;
+            let l = w.look(true, false);
+            assert!(l.write);
+            writes += 1;
+            match l.next_ms {
+                Some(ms) => at += ms,
+                None => break,
+            }
+        }
+        assert_eq!(writes, 4);
+        assert_eq!(times, [20, 100, 420, 1700]);
+        // Nothing more, whatever is asked.
+        assert_eq!(
+            w.look(true, false),
+            WakeLook {
+                write: false,
+                next_ms: None
+            }
+        );
+    }
+
+    #[test]
+    fn hearing_the_responder_ends_the_looks_without_a_write() {
+        let mut w = ResponderWake::default();
+        assert_eq!(
+            w.look(true, true),
+            WakeLook {
+                write: false,
+                next_ms: None
+            }
+        );
+        let mut w = ResponderWake::default();
+        assert!(w.look(true, false).write);
+        let l = w.look(true, true);
+        assert!(!l.write && l.next_ms.is_none());
+    }
+
+    #[test]
+    fn nothing_sent_yet_means_no_write_but_more_looks() {
+        let mut w = ResponderWake::default();
+        assert_eq!(
+            w.look(false, false),
+            WakeLook {
+                write: false,
+                next_ms: Some(80)
+            }
+        );
+        let l = w.look(true, false);
+        assert!(l.write);
+        assert_eq!(l.next_ms, Some(320));
+    }
+}
