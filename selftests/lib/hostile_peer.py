@@ -26,7 +26,7 @@
 # and prints every FPDU that comes, with its time after the first one:
 # "fpdu op=send len=16 at=+0.000", "fpdu op=write len=0 stag=0x1 at=+0.021". It plays a
 # C siw responder that missed the initiator's first FPDUs (siw_rs/proto/src/mpa.rs,
-# ResponderWake). Then "held" (or "initiator closed"), and it closes.
+# ResponderWake). Then "held" (or "closed (why)"), and it closes.
 #
 # strand: leaves an FPDU unread in a C siw responder's socket, as a fast initiator can (see
 # quiet-responder), on purpose: the rping server on A:P (process PID) has been stopped
@@ -164,6 +164,32 @@ def mpa_reply(args):
     srv.close()
 
 
+def print_fpdus(conn, secs, since=None, detail=False):
+    """Prints every FPDU that comes within SECS: "fpdu op=NAME at=+T", T in seconds after
+    SINCE (after the first FPDU when None), with "len=L" and a tagged one's "stag=S" when
+    DETAIL. Returns how it ended: "held" (time up) or "closed (why)"."""
+    end = time.monotonic() + secs
+    try:
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return "held"
+            conn.settimeout(left)
+            f = recv_fpdu(conn)
+            now = time.monotonic()
+            since = now if since is None else since
+            line = f"fpdu op={OP_NAMES.get(f['op'], f['op'])}"
+            if detail:
+                line += f" len={len(f['payload'])}"
+                if f["tagged"]:
+                    line += f" stag={f['stag']:#x}"
+            print(f"{line} at=+{now - since:.3f}", flush=True)
+    except socket.timeout:
+        return "held"
+    except (EOFError, OSError) as e:
+        return f"closed ({e})"
+
+
 def quiet_responder(args):
     srv = listen(args.addr, args.port)
     print("listening", flush=True)
@@ -172,25 +198,7 @@ def quiet_responder(args):
     bits, _ = read_request(conn)
     conn.sendall(reply_frame(2, 0, False))
     print(f"request bits={bits:#06x}; reply sent", flush=True)
-    end = time.monotonic() + args.hold
-    first = None
-    try:
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise socket.timeout()
-            conn.settimeout(left)
-            f = recv_fpdu(conn)
-            now = time.monotonic()
-            first = first if first is not None else now
-            line = f"fpdu op={OP_NAMES.get(f['op'], f['op'])} len={len(f['payload'])}"
-            if f["tagged"]:
-                line += f" stag={f['stag']:#x}"
-            print(f"{line} at=+{now - first:.3f}", flush=True)
-    except socket.timeout:
-        print("held", flush=True)
-    except (EOFError, OSError) as e:
-        print(f"initiator closed ({e})", flush=True)
+    print(print_fpdus(conn, args.hold, detail=True), flush=True)
     conn.close()
     srv.close()
     return 0
@@ -223,22 +231,8 @@ def strand(args):
         conn.close()
         return 0
     conn.sendall(tagged(OP_WRITE, 1, 0, b""))
-    start = time.monotonic()
     print("wake sent", flush=True)
-    end = start + 5
-    try:
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise socket.timeout()
-            conn.settimeout(left)
-            f = recv_fpdu(conn)
-            print(f"fpdu op={OP_NAMES.get(f['op'], f['op'])} at=+{time.monotonic() - start:.3f}",
-                  flush=True)
-    except socket.timeout:
-        print("done", flush=True)
-    except (EOFError, OSError) as e:
-        print(f"closed ({e})", flush=True)
+    print(print_fpdus(conn, 5, since=time.monotonic()), flush=True)
     conn.close()
     return 0
 
