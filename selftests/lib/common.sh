@@ -411,7 +411,10 @@ perftest_all() {
 				# Open defect (issue 14's reliability, 2026-11-26): in the whole data suite a
 				# siw_rs client's connection to a C siw server broke in perftest's startup
 				# exchange, before any measured traffic, in 2 of 2 runs (never in 67 runs of
-				# 06 alone or in a loop). Retried, with the evidence logged for whoever digs.
+				# 06 alone or in a loop): the client's keys sent, nothing heard back. Most
+				# likely the C siw responder's missed first FPDU, which siw_rs wakes since
+				# 1bceb65 (ResponderWake); retried, with the evidence logged, until runs
+				# show it gone.
 				log "retried: $t: perftest's startup exchange failed (try $try): $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
 				perftest_evidence
 				continue
