@@ -973,7 +973,9 @@ impl Ep {
             let Some(link) = st.link_mut() else {
                 return;
             };
-            let look = w.look(link.tx.sent_any(), link.rx.messages > 0);
+            // The QP's own count: an iWARP QP has one connection in its life.
+            let sent = qp.stats().get(Counter::TxFpdus) > 0;
+            let look = w.look(sent, link.rx.messages > 0);
             if look.write {
                 link.tx.send_wake();
             }

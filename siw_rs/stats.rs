@@ -82,6 +82,13 @@ impl QpStats {
         Self([const { AtomicU64::new(0) }; COUNT])
     }
 
+    /// The count of `c` so far.
+    pub(crate) fn get(&self, c: Counter) -> u64 {
+        self.0
+            .get(c.index())
+            .map_or(0, |a| a.load(Ordering::Relaxed))
+    }
+
     /// Adds `n` to `c`. The caller holds the QP's state lock, so it is the only writer.
     pub(crate) fn add(&self, c: Counter, n: u64) {
         if let Some(a) = self.0.get(c.index()) {

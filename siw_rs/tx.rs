@@ -304,8 +304,6 @@ pub(crate) struct TxState {
     /// (RFC 6581), or an initiator's wake-up of its responder (a Write RTR message, see
     /// [`crate::proto::mpa::ResponderWake`]).
     rtr: Option<Rtr>,
-    /// An FPDU has been sent on this connection.
-    sent_any: bool,
     /// Markers we insert, when the peer asked for them.
     marked: Option<KBox<Marked>>,
 }
@@ -331,7 +329,6 @@ impl TxState {
             irq: KVec::with_capacity(usize::from(ird).max(1), GFP_KERNEL)?,
             term: None,
             rtr: None,
-            sent_any: false,
             marked: if markers {
                 Some(KBox::new(Marked::new()?, GFP_KERNEL)?)
             } else {
@@ -365,11 +362,6 @@ impl TxState {
     /// Queues the peer-to-peer RTR message; it goes out first.
     pub(crate) fn send_rtr(&mut self, rtr: Rtr) {
         self.rtr = Some(rtr);
-    }
-
-    /// Whether an FPDU has been sent on this connection.
-    pub(crate) fn sent_any(&self) -> bool {
-        self.sent_any
     }
 
     /// Queues a zero-length RDMA Write (the Write RTR message), unless a zero-length message
@@ -473,7 +465,6 @@ pub(crate) fn run(
             }
             let last = f.last;
             qp.stats().add(Counter::TxFpdus, 1);
-            tx.sent_any = true;
             qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
             f.queued = false;
             if last {

@@ -1004,6 +1004,7 @@ pub const WAKE_LOOKS_MS: [u32; 4] = [20, 80, 320, 1280];
 /// connection, all in its first two seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ResponderWake {
+    /// Looks taken; `u8::MAX` once the responder was heard or the schedule ran out.
     looks: u8,
 }
 
@@ -1025,9 +1026,8 @@ impl ResponderWake {
     /// A look: `sent` whether this side has sent any FPDU on the connection, `heard`
     /// whether it has received any.
     pub fn look(&mut self, sent: bool, heard: bool) -> WakeLook {
-        let n = WAKE_LOOKS_MS.len() as u8;
-        if heard || self.looks >= n {
-            self.looks = n;
+        if heard || usize::from(self.looks) >= WAKE_LOOKS_MS.len() {
+            self.looks = u8::MAX;
             return WakeLook {
                 write: false,
                 next_ms: None,
