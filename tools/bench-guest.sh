@@ -223,17 +223,19 @@ profile_rec() {
 	p1=$(ip netns exec hostA cat /sys/class/net/va/statistics/{tx,rx}_packets | paste -sd+ | bc)
 	kill -INT "$pid"
 	wait "$pid" || true
-	# One "symbol (dso)" a sample; with BENCH_CALLERS, one paragraph a sample: the sampled
-	# symbol, then its callers, one a line.
+	# One "symbol+offset (dso)" a sample; with BENCH_CALLERS, one paragraph a sample: the
+	# sampled place, then its callers, one a line.
 	perf script -i /tmp/bench.perf --kallsyms=/proc/kallsyms \
-		-F "ip,sym,${BENCH_CALLERS:+symoff,}dso" 2>/dev/null |
+		-F "ip,sym,symoff,dso" 2>/dev/null |
 		awk '{ $1 = ""; sub(/^ /, ""); print }' >/tmp/bench-chains.txt || true
-	if [ -n "${BENCH_CALLERS:-}" ]; then
-		awk -v RS= -F '\n' '{ l = $1; sub(/\+0x[0-9a-f]+ /, " ", l); print l }' \
-			/tmp/bench-chains.txt >/tmp/bench-all.txt
-	else
-		mv /tmp/bench-chains.txt /tmp/bench-all.txt
-	fi
+	# With call chains a sample is a paragraph (the sampled place first), else a line.
+	local rs='\n'
+	[ -z "${BENCH_CALLERS:-}" ] || rs=
+	# The sampled places in the driver's own code, as symbol+offset (for `objdump -d`).
+	awk -v RS="$rs" -F '\n' '$1 ~ /\((\/lib\/modules\/.*\/siw\.ko|\[siw_rs\])\)$/ { print $1 }' \
+		/tmp/bench-chains.txt >"$out.offs"
+	awk -v RS="$rs" -F '\n' '{ l = $1; sub(/\+0x[0-9a-f]+ /, " ", l); print l }' \
+		/tmp/bench-chains.txt >/tmp/bench-all.txt
 	grep -Ev "$IDLE" </tmp/bench-all.txt >"$out.syms" || true
 	echo "$(wc -l </tmp/bench-all.txt) $((c1 - c0)) $((p1 - p0)) $v" >"$out.n"
 	# BENCH_CALLERS: who called each named symbol, by samples and call site
@@ -283,6 +285,14 @@ profile_cmd() {
 		  }
 		}' /tmp/bench-syms.txt >"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
 	dmesg | grep -i perf | tail -n 3 >>"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
+	# The driver's own code in the long run: every function, then the hottest places
+	# (under TCG a sample lands where a translated block starts: read them as blocks).
+	[ ! -s /tmp/bench-long.offs ] || {
+		echo "# the driver's own code in the long run, by function (samples, symbol)"
+		sed 's/+0x[0-9a-f]* / /' /tmp/bench-long.offs | sort | uniq -c | sort -rn
+		echo "# the driver's own code in the long run, by place (samples, symbol+offset)"
+		sort /tmp/bench-long.offs | uniq -c | sort -rn | head -n 40
+	} >>"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
 	[ ! -s /tmp/bench-long.callers ] || {
 		echo "# callers in the long run (samples): BENCH_CALLERS"
 		cat /tmp/bench-long.callers
