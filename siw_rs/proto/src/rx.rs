@@ -102,6 +102,21 @@ struct Tagged {
     next_to: u64,
 }
 
+/// Copies `src` into `buf` from `at` on and returns where it ended: `at` plus `src`'s
+/// length (the callers take no more than their buffer holds).
+///
+/// Not `copy_from_slice`, which panics on a length mismatch: the compiler cannot always
+/// prove the lengths equal, and the call to the panic it leaves at the end of a function
+/// is one objtool does not know under its name in newer rustc versions
+/// (`copy_from_slice_impl::len_mismatch_fail`), so the kernel build warns that the
+/// function falls through to the next one.
+fn put_at(buf: &mut [u8], at: usize, src: &[u8]) -> usize {
+    for (d, s) in buf.iter_mut().skip(at).zip(src) {
+        *d = *s;
+    }
+    at.saturating_add(src.len())
+}
+
 /// The streaming receiver of one connection. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct Receiver<C: Crc32c> {
@@ -323,11 +338,7 @@ impl<C: Crc32c> Receiver<C> {
         let want = MARKER_LEN.saturating_sub(self.marker_have);
         let n = want.min(rest.len());
         let (bytes, _) = rest.split_at(n);
-        let end = self.marker_have.saturating_add(n);
-        if let Some(dst) = self.marker.get_mut(self.marker_have..end) {
-            dst.copy_from_slice(bytes);
-        }
-        self.marker_have = end;
+        self.marker_have = put_at(&mut self.marker, self.marker_have, bytes);
         self.absorb(bytes);
         if self.marker_have >= MARKER_LEN {
             self.marker_have = 0;
@@ -361,11 +372,7 @@ impl<C: Crc32c> Receiver<C> {
         let want = self.hdr_need.saturating_sub(self.hdr_have);
         let n = want.min(avail.len());
         let (bytes, _) = avail.split_at(n);
-        let end = self.hdr_have.saturating_add(n);
-        if let Some(dst) = self.hdr.get_mut(self.hdr_have..end) {
-            dst.copy_from_slice(bytes);
-        }
-        self.hdr_have = end;
+        self.hdr_have = put_at(&mut self.hdr, self.hdr_have, bytes);
         self.absorb(bytes);
         if self.hdr_have < self.hdr_need {
             return Ok((n, None));
@@ -459,11 +466,7 @@ impl<C: Crc32c> Receiver<C> {
         if self.cfg.crc {
             self.crc.update(pad_bytes);
         }
-        let end = self.tr_have.saturating_add(n);
-        if let Some(dst) = self.trailer.get_mut(self.tr_have..end) {
-            dst.copy_from_slice(bytes);
-        }
-        self.tr_have = end;
+        self.tr_have = put_at(&mut self.trailer, self.tr_have, bytes);
         self.pos = self.pos.wrapping_add(u32::try_from(n).unwrap_or(u32::MAX));
         if self.tr_have < self.tr_need {
             return Ok((n, None));
