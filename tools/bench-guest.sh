@@ -247,7 +247,7 @@ profile_rec() {
 			{ for (i = 1; i <= n; i++) if (index($1, want[i] "+") == 1) {
 				c = (NF >= 2) ? $2 : "(none)"; count[want[i] " <- " c]++ } }
 			END { for (k in count) printf "%8d %s\n", count[k], k }' /tmp/bench-chains.txt |
-			sort -rn | head -n 40 >"$out.callers"
+			sort -rn | awk 'NR <= 40' >"$out.callers"
 	fi
 }
 # profile_cmd DRIVER NAME N K FN: FN M runs the row with M messages and prints its result;
@@ -291,7 +291,8 @@ profile_cmd() {
 		echo "# the driver's own code in the long run, by function (samples, symbol)"
 		sed 's/+0x[0-9a-f]* / /' /tmp/bench-long.offs | sort | uniq -c | sort -rn
 		echo "# the driver's own code in the long run, by place (samples, symbol+offset)"
-		sort /tmp/bench-long.offs | uniq -c | sort -rn | head -n 40
+		# (awk, not head: under pipefail, head leaving early fails the pipeline with SIGPIPE)
+		sort /tmp/bench-long.offs | uniq -c | sort -rn | awk 'NR <= 40'
 	} >>"$BENCH_PROFILE/$(tr ' ' _ <<<"$name")-$drv.txt"
 	[ ! -s /tmp/bench-long.callers ] || {
 		echo "# callers in the long run (samples): BENCH_CALLERS"
