@@ -109,8 +109,8 @@ struct Tagged {
 /// and leaves out `copy_from_slice`'s length-mismatch panic. Where it could not, the call
 /// to that panic at the end of a function is one objtool does not know under its name in
 /// newer rustc versions (`copy_from_slice_impl::len_mismatch_fail`), and the kernel build
-/// warned that the function falls through to the next one. (A byte loop instead costs
-/// about five instructions an octet: measured, 1.7 times the receive engine's samples.)
+/// warned that the function falls through to the next one. (A byte loop instead compiled
+/// to five instructions an octet.)
 fn put_at(buf: &mut [u8], at: usize, src: &[u8]) -> usize {
     if let Some(dst) = buf.get_mut(at..) {
         let n = dst.len().min(src.len());
