@@ -13,7 +13,6 @@ cleanup() { pkill -f hostile_peer.py; pkill -x rping; two_hosts_down; }
 
 unload_siw_rs
 SIW_RS_PARAMS="peer_timeout_ms=3000" two_hosts siw_rs siw_rs
-dmesg -C
 on_b timeout 60 rping -s -a 192.168.77.2 -C 1 -S 64 -v >/tmp/rping-s.out 2>&1 &
 srv=$!
 listening_b 7174
