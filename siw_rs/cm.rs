@@ -81,7 +81,7 @@ enum Phase {
 }
 
 /// How a connection ends.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum How {
     /// The QP was moved out of RTS (disconnect, destroy): report CLOSE.
     Local,
@@ -1278,13 +1278,25 @@ impl Ep {
                 // The socket's callback stopped receiving and left it to us.
                 stop = st.link_mut().and_then(|l| l.rx.take_deferred());
             }
+            let qpn = st.ids().qpn;
             match &stop {
-                Some(RxStop::Term(e)) => pr_debug!("siw_rs: rx term {:?}\n", e),
-                Some(RxStop::PeerTerminated) => pr_debug!("siw_rs: peer terminated\n"),
+                Some(RxStop::Term(e)) => {
+                    pr_debug!(
+                        "siw_rs: QP {}: bad input, a TERMINATE goes out: {:?}\n",
+                        qpn,
+                        e
+                    )
+                }
+                Some(RxStop::PeerTerminated) => {
+                    pr_debug!(
+                        "siw_rs: QP {}: the peer ended the stream (TERMINATE)\n",
+                        qpn
+                    )
+                }
                 None => {}
             }
             if let Err(e) = &r {
-                pr_debug!("siw_rs: read error {:?}\n", e);
+                pr_debug!("siw_rs: QP {}: reading the socket failed: {:?}\n", qpn, e);
             }
             match stop {
                 Some(RxStop::Term(e)) => {
@@ -1318,9 +1330,15 @@ impl Ep {
                 match tx::run(&qp, &mut st, sock, sctp.map(|s| &mut s.tx_ssn)) {
                     Ok(tx::Ran::Idle) => {}
                     Ok(tx::Ran::Yield) => again = true,
-                    Err(TxStop::Terminated) => how = Some(How::Error),
+                    Err(TxStop::Terminated) => {
+                        pr_debug!("siw_rs: QP {}: a TERMINATE went out\n", qpn);
+                        how = Some(How::Error)
+                    }
                     Err(TxStop::Failed) => {
-                        pr_debug!("siw_rs: tx failed\n");
+                        pr_debug!(
+                            "siw_rs: QP {}: sending failed (the socket, or a bad work request)\n",
+                            qpn
+                        );
                         how = Some(How::Error)
                     }
                 }
@@ -1350,7 +1368,7 @@ impl Ep {
         if prev == Phase::Closed {
             return;
         }
-        pr_debug!("siw_rs: close {:?} how {}\n", prev, how as u8);
+        pr_debug!("siw_rs: connection ends in {:?}: {:?}\n", prev, how);
         g.phase = Phase::Closed;
         // No more receiving in the socket's callback (one in progress is waited for). The
         // QP goes after the lock: `g.qp` holds it too, but no drop under a spinlock.
