@@ -393,7 +393,12 @@ const _: () = {
 
 /// A scatter/gather element of a kernel work request (`struct ib_sge`), borrowed in place
 /// from the consumer's list.
-#[repr(C)]
+///
+/// Packed (alignment 1), because a consumer's list need not be aligned: iSER's receive
+/// descriptor (`struct iser_rx_desc`) is `__packed`, its `rx_sg` 4 bytes off an 8-byte boundary.
+/// A slice of an 8-aligned type over it would be undefined behaviour (the test kernel's
+/// debug assertions stopped at exactly that); fields are only ever read by value.
+#[repr(C, packed)]
 #[derive(Clone, Copy, Default, Debug)]
 pub(crate) struct WrSge {
     /// A DMA address: a kernel virtual address for a device doing virtual DMA.
@@ -405,7 +410,8 @@ pub(crate) struct WrSge {
 const _: () = {
     use core::mem::{align_of, offset_of, size_of};
     assert!(size_of::<WrSge>() == size_of::<bindings::ib_sge>());
-    assert!(align_of::<WrSge>() == align_of::<bindings::ib_sge>());
+    // Any address is aligned for it (see above).
+    assert!(align_of::<WrSge>() == 1);
     assert!(offset_of!(WrSge, addr) == offset_of!(bindings::ib_sge, addr));
     assert!(offset_of!(WrSge, length) == offset_of!(bindings::ib_sge, length));
     assert!(offset_of!(WrSge, lkey) == offset_of!(bindings::ib_sge, lkey));
@@ -564,8 +570,10 @@ unsafe fn wr_sges<'a>(list: *const bindings::ib_sge, n: c_int) -> Result<&'a [Wr
     if list.is_null() {
         return Err(EINVAL);
     }
-    // SAFETY: `WrSge` has the layout of `ib_sge` (checked above at compile time); the caller
-    // guarantees `n` valid entries for `'a`, and nothing writes them during the post call.
+    // SAFETY: `WrSge` has the layout of `ib_sge` (checked above at compile time) and
+    // alignment 1, so `list` is aligned for it wherever the consumer put its list; `list`
+    // is not null (checked); the caller guarantees `n` valid entries for `'a`, and nothing
+    // writes them during the post call.
     Ok(unsafe { core::slice::from_raw_parts(list.cast::<WrSge>(), n) })
 }
 
@@ -581,21 +589,27 @@ pub(crate) trait WrNode {
 
 impl WrNode for bindings::ib_send_wr {
     unsafe fn next(p: *const Self) -> *const Self {
-        // SAFETY: By the function's contract.
-        unsafe { (*p).next }
+        // SAFETY: By the function's contract `p` points to a valid request, which may sit
+        // at any address (see `WrList`): the field is read without assuming alignment.
+        unsafe { core::ptr::read_unaligned(core::ptr::addr_of!((*p).next)) }.cast_const()
     }
 }
 
 impl WrNode for bindings::ib_recv_wr {
     unsafe fn next(p: *const Self) -> *const Self {
-        // SAFETY: By the function's contract.
-        unsafe { (*p).next }
+        // SAFETY: As for `ib_send_wr`.
+        unsafe { core::ptr::read_unaligned(core::ptr::addr_of!((*p).next)) }.cast_const()
     }
 }
 
 /// A posted list of work requests, walked by the driver: each item is one request, or the
 /// error that it is malformed. The request the driver stops at (an error item, or the last
 /// one it took when it returns an error) is what the core reports as `bad_wr`.
+///
+/// A request may sit at any address: isert's `struct iser_tx_desc` is `__packed` and holds
+/// its `ib_send_wr` 4 bytes off an 8-byte boundary, so requests (and the `ib_rdma_wr`,
+/// `ib_reg_wr` or `ib_atomic_wr` around them) are copied out with unaligned reads, never
+/// referenced in place.
 ///
 /// # Invariants
 ///
@@ -683,8 +697,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let wr = self.advance()?;
-        // SAFETY: A valid request of the list, valid for `'a` (invariant).
-        let w = unsafe { &*wr };
+        // SAFETY: A valid request of the list (invariant), at any alignment: copied out.
+        let w = unsafe { core::ptr::read_unaligned(wr) };
         // SAFETY: `wr_id` and `wr_cqe` share 8 bytes; any bit pattern is a valid `u64`.
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         let op = match w.opcode {
@@ -692,8 +706,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             | bindings::ib_wr_opcode_IB_WR_RDMA_READ
             | bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV => {
                 // SAFETY: RDMA opcodes come in an `ib_rdma_wr`, whose first field is `wr`
-                // (the verbs contract for those opcodes).
-                let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
+                // (the verbs contract for those opcodes); copied out at any alignment.
+                let r = unsafe { core::ptr::read_unaligned(wr.cast::<bindings::ib_rdma_wr>()) };
                 let (remote_addr, rkey) = (r.remote_addr, r.rkey);
                 match w.opcode {
                     bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => {
@@ -711,8 +725,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             },
             bindings::ib_wr_opcode_IB_WR_REG_MR => {
                 // SAFETY: `IB_WR_REG_MR` comes in an `ib_reg_wr`, whose first field is `wr`
-                // (the verbs contract for that opcode).
-                let r = unsafe { &*wr.cast::<bindings::ib_reg_wr>() };
+                // (the verbs contract for that opcode); copied out at any alignment.
+                let r = unsafe { core::ptr::read_unaligned(wr.cast::<bindings::ib_reg_wr>()) };
                 if r.mr.is_null() {
                     return Some(Err(EINVAL));
                 }
@@ -732,7 +746,7 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             }
             bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => {
                 // SAFETY: As for `IB_WR_RDMA_WRITE`: an `ib_rdma_wr`, whose first field is `wr`.
-                let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
+                let r = unsafe { core::ptr::read_unaligned(wr.cast::<bindings::ib_rdma_wr>()) };
                 SendOp::RdmaWriteWithImm {
                     remote_addr: r.remote_addr,
                     rkey: r.rkey,
@@ -746,8 +760,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_CMP_AND_SWP
             | bindings::ib_wr_opcode_IB_WR_MASKED_ATOMIC_FETCH_AND_ADD => {
                 // SAFETY: Atomic opcodes come in an `ib_atomic_wr`, whose first field is
-                // `wr` (the verbs contract for those opcodes).
-                let a = unsafe { &*wr.cast::<bindings::ib_atomic_wr>() };
+                // `wr` (the verbs contract for those opcodes); copied out at any alignment.
+                let a = unsafe { core::ptr::read_unaligned(wr.cast::<bindings::ib_atomic_wr>()) };
                 let (remote_addr, rkey) = (a.remote_addr, a.rkey);
                 SendOp::Atomic(match w.opcode {
                     bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => AtomicWr {
@@ -816,8 +830,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let wr = self.advance()?;
-        // SAFETY: A valid request of the list, valid for `'a` (invariant).
-        let w = unsafe { &*wr };
+        // SAFETY: A valid request of the list (invariant), at any alignment: copied out.
+        let w = unsafe { core::ptr::read_unaligned(wr) };
         // SAFETY: `wr_id` and `wr_cqe` share 8 bytes; any bit pattern is a valid `u64`.
         let id = unsafe { w.__bindgen_anon_1.wr_id };
         // SAFETY: `sg_list` holds `num_sge` entries (the verbs contract), valid for `'a`.
