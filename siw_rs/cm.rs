@@ -323,7 +323,7 @@ impl WorkItem<1> for Ep {
             this.arm_timeout(u32::try_from(left).unwrap_or(u32::MAX));
             return;
         }
-        pr_debug!("siw_rs: timeout in {:?}\n", g.phase);
+        pr_debug!("timeout in {:?}\n", g.phase);
         if g.av.is_some() {
             this.av_retry(&mut g);
         } else if g.phase == Phase::Connecting {
@@ -739,7 +739,7 @@ impl Ep {
     /// Initiator (`iw_connect`): the connection could not be made; the connection manager
     /// hears why (`ECONNREFUSED` and `ECONNRESET` become REJECTED, `ETIMEDOUT` UNREACHABLE).
     fn connect_failed(self: &Arc<Self>, g: &mut Inner, e: Error) {
-        pr_debug!("siw_rs: connect failed: {:?}\n", e);
+        pr_debug!("connect failed: {:?}\n", e);
         // A reset is not the peer's ULP refusing: iWARP reserves ECONNREFUSED for an MPA
         // reject (`rdma_is_consumer_reject()`), as cxgb4 and irdma report a reset.
         let e = if e == ECONNREFUSED { ECONNRESET } else { e };
@@ -838,10 +838,7 @@ impl Ep {
                 Ok(())
             }
             Err(e) => {
-                pr_warn!(
-                    "siw_rs: connection manager refused a connect request: {:?}\n",
-                    e
-                );
+                pr_warn!("connection manager refused a connect request: {:?}\n", e);
                 Err(())
             }
         }
@@ -867,10 +864,7 @@ impl Ep {
             }
             Ok(()) => return false,
             Err(e) => {
-                pr_warn!(
-                    "siw_rs: connection manager refused CONNECT_REPLY: {:?}\n",
-                    e
-                );
+                pr_warn!("connection manager refused CONNECT_REPLY: {:?}\n", e);
             }
         }
         self.owe_reply(g, cm);
@@ -982,7 +976,7 @@ impl Ep {
             look
         };
         if look.write {
-            pr_debug!("siw_rs: nothing heard from the responder: a zero-length Write wakes it\n");
+            pr_debug!("nothing heard from the responder: a zero-length Write wakes it\n");
             self.kick();
         }
         if let Some(ms) = look.next_ms {
@@ -1061,7 +1055,7 @@ impl Ep {
     /// The adaptation layer gives up on the connection: an association that is not a DDP
     /// one is aborted without a word; anything else ends with the session's Terminate.
     fn sctp_failed(self: &Arc<Self>, g: &mut Inner, f: SctpFail) {
-        pr_debug!("siw_rs: sctp: {:?}\n", f);
+        pr_debug!("sctp: {:?}\n", f);
         if let Some(sc) = g.sctp.as_deref_mut() {
             match f {
                 SctpFail::NotDdp => sc.abort = true,
@@ -1281,22 +1275,15 @@ impl Ep {
             let qpn = st.ids().qpn;
             match &stop {
                 Some(RxStop::Term(e)) => {
-                    pr_debug!(
-                        "siw_rs: QP {}: bad input, a TERMINATE goes out: {:?}\n",
-                        qpn,
-                        e
-                    )
+                    pr_debug!("QP {}: bad input, a TERMINATE goes out: {:?}\n", qpn, e)
                 }
                 Some(RxStop::PeerTerminated) => {
-                    pr_debug!(
-                        "siw_rs: QP {}: the peer ended the stream (TERMINATE)\n",
-                        qpn
-                    )
+                    pr_debug!("QP {}: the peer ended the stream (TERMINATE)\n", qpn)
                 }
                 None => {}
             }
             if let Err(e) = &r {
-                pr_debug!("siw_rs: QP {}: reading the socket failed: {:?}\n", qpn, e);
+                pr_debug!("QP {}: reading the socket failed: {:?}\n", qpn, e);
             }
             match stop {
                 Some(RxStop::Term(e)) => {
@@ -1331,12 +1318,12 @@ impl Ep {
                     Ok(tx::Ran::Idle) => {}
                     Ok(tx::Ran::Yield) => again = true,
                     Err(TxStop::Terminated) => {
-                        pr_debug!("siw_rs: QP {}: a TERMINATE went out\n", qpn);
+                        pr_debug!("QP {}: a TERMINATE went out\n", qpn);
                         how = Some(How::Error)
                     }
                     Err(TxStop::Failed) => {
                         pr_debug!(
-                            "siw_rs: QP {}: sending failed (the socket, or a bad work request)\n",
+                            "QP {}: sending failed (the socket, or a bad work request)\n",
                             qpn
                         );
                         how = Some(How::Error)
@@ -1368,7 +1355,7 @@ impl Ep {
         if prev == Phase::Closed {
             return;
         }
-        pr_debug!("siw_rs: connection ends in {:?}: {:?}\n", prev, how);
+        pr_debug!("connection ends in {:?}: {:?}\n", prev, how);
         g.phase = Phase::Closed;
         // No more receiving in the socket's callback (one in progress is waited for). The
         // QP goes after the lock: `g.qp` holds it too, but no drop under a spinlock.
@@ -1480,7 +1467,7 @@ impl Ep {
         sock.set_liveness(peer_timeout_ms());
         let r = bind_reserved(sock, &av.from).and_then(|()| sock.connect_nonblock(&av.to));
         if let Err(e) = r {
-            pr_debug!("siw_rs: av connect: {:?}\n", e);
+            pr_debug!("av connect: {:?}\n", e);
             self.av_retry(g);
             return;
         }
@@ -1600,7 +1587,7 @@ impl Ep {
                 return false;
             }
             Outcome::Fail => {
-                pr_debug!("siw_rs: av connection refused\n");
+                pr_debug!("av connection refused\n");
                 self.close_locked(g, How::Error);
                 return false;
             }
@@ -1676,7 +1663,7 @@ impl Ep {
         let acc = match verdict {
             Ok(acc) => acc,
             Err(r) => {
-                pr_debug!("siw_rs: av request refused: {:?}\n", r);
+                pr_debug!("av request refused: {:?}\n", r);
                 send_reject(
                     &self.tables,
                     g.sock.as_ref(),
@@ -1708,7 +1695,7 @@ impl Ep {
 /// the core's view of the connection would be stuck: say so loudly rather than drop it.
 fn notify(cm: &CmId, ev: CmEvent) {
     if let Err(e) = cm.event(ev, None, &EventData::default()) {
-        pr_err!("siw_rs: connection manager refused {:?}: {:?}\n", ev, e);
+        pr_err!("connection manager refused {:?}: {:?}\n", ev, e);
     }
 }
 

@@ -161,7 +161,7 @@ impl Link for Siw {
             LinkType::Ether | LinkType::Ieee802 | LinkType::None | LinkType::Loopback => {}
             LinkType::Other(t) => {
                 pr_err!(
-                    "siw_rs: cannot attach to a netdev of link type {} (ARPHRD_*); \
+                    "cannot attach to a netdev of link type {} (ARPHRD_*); \
                      supported: Ethernet, IEEE 802, none, loopback\n",
                     t
                 );
@@ -196,7 +196,7 @@ impl Link for Siw {
         };
         Device::<Siw>::register(name, info, data).inspect_err(|e| {
             if *e == EEXIST {
-                pr_err!("siw_rs: {:?} already has a siw device\n", name);
+                pr_err!("{:?} already has a siw device\n", name);
             }
         })?;
         // An address that came while the device registered told no one: read them again.

@@ -142,7 +142,7 @@ impl Inner {
                 // Best effort: an address that cannot be listened on is skipped (tried again
                 // at the next change); its QPs cannot be connected to.
                 if let Err(e) = self.open(nd, tables, &a) {
-                    pr_debug!("siw_rs: no listener on a GID address: {:?}\n", e);
+                    pr_debug!("no listener on a GID address: {:?}\n", e);
                 }
             }
         }

@@ -1324,7 +1324,7 @@ impl QpCore {
                 return;
             }
             pr_info!(
-                "siw_rs: QP {}: RDMA Read unanswered for {} ms, with the connection alive: ending it\n",
+                "QP {}: RDMA Read unanswered for {} ms, with the connection alive: ending it\n",
                 qpn,
                 cm::peer_timeout_ms()
             );
@@ -1361,7 +1361,7 @@ impl QpCore {
                 self.arm_av_timer(u32::try_from(left).unwrap_or(u32::MAX));
                 return;
             }
-            pr_debug!("siw_rs: QP {} not connected in time\n", self.qpn);
+            pr_debug!("QP {} not connected in time\n", self.qpn);
             self.give_up(&mut st)
         };
         if let Some(ep) = ep {
