@@ -502,8 +502,7 @@ class Fuzz:
                 hdr_untagged(OP_SEND, 0, c.msn[0], c.rsize - 8) + bytes(64))),
             ("send-beyond-recv", True, lambda: c.fpdu(
                 hdr_untagged(OP_SEND, 0, c.msn[0], 0) + bytes(c.rsize + 1))),
-            ("opcode", True, lambda: c.fpdu(
-                hdr_untagged(rng.randrange(8, 16), 0, c.msn[0], 0) + payload)),
+            ("opcode", True, lambda: self.bad_opcode(c, payload)),
             ("opcode-tagged", True, lambda: c.fpdu(
                 hdr_tagged(rng.choice((OP_READ_REQ, OP_SEND, OP_SEND_INV, 6, OP_TERMINATE,
                                        rng.randrange(8, 16))), c.rkey, wto) + payload)),
@@ -594,6 +593,15 @@ class Fuzz:
         pick = h[rng.randrange(len(h))]
         return next((x for x in h if x[0] == want), pick)
 
+    def bad_opcode(self, c, payload):
+        """An untagged message on QN 0 with an opcode of 8 to 15. With RFC 7306 agreed,
+        8 and 9 with 8 octets are valid Immediate Data (seed 4149578294, connection 705,
+        drew exactly that and found it answered as valid): one octet more makes them not."""
+        op = self.rng.randrange(8, 16)
+        if c.ext and op in (OP_IMM, OP_IMM + 1) and len(payload) == 8:
+            payload += b"\0"
+        return c.fpdu(hdr_untagged(op, 0, c.msn[0], 0) + payload)
+
     def flipped(self, c):
         rng = self.rng
         f = bytearray(c.fpdu(hdr_tagged(OP_WRITE, c.rkey, c.addr + 64) + bytes(32)))
@@ -637,6 +645,8 @@ class Fuzz:
                 self.count(name)
                 data = build()
                 frames = data if isinstance(data, list) else [data]
+                self.trace(f"hostile {name} (RFC 7306 {'agreed' if c.ext else 'off'}): "
+                           f"{b''.join(frames).hex()}")
                 self.send(c, b"".join(frames), len(frames))
                 self.answer(c, fatal, name)
             elif rng.random() < 0.5:
