@@ -570,10 +570,9 @@ unsafe fn wr_sges<'a>(list: *const bindings::ib_sge, n: c_int) -> Result<&'a [Wr
     if list.is_null() {
         return Err(EINVAL);
     }
-    // SAFETY: `WrSge` has the layout of `ib_sge` (checked above at compile time) and
-    // alignment 1, so `list` is aligned for it wherever the consumer put its list; `list`
-    // is not null (checked); the caller guarantees `n` valid entries for `'a`, and nothing
-    // writes them during the post call.
+    // SAFETY: `WrSge` has `ib_sge`'s layout and alignment 1 (both checked above), so the
+    // non-null `list` is aligned for it wherever the consumer put it; the caller guarantees
+    // `n` valid entries for `'a`, and nothing writes them during the post call.
     Ok(unsafe { core::slice::from_raw_parts(list.cast::<WrSge>(), n) })
 }
 
