@@ -241,9 +241,27 @@ fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
             }
             Some(Event::Payload(p)) => {
                 qp.stats().add(Counter::RxBytes, p.len() as u64);
-                on_payload(qp, st, p)
+                // Where this slice goes: the FPDU's offset plus what came before in it.
+                let before = st
+                    .link_mut()
+                    .map_or(0, |l| l.rx.recv.payload_received().saturating_sub(p.len()));
+                on_payload(qp, st, p, before)
             }
             Some(Event::End) => on_end(qp, st),
+            Some(Event::Fpdu { first, payload }) => {
+                // A whole FPDU, its CRC checked: the three steps at once.
+                qp.stats().add(Counter::RxFpdus, 1);
+                qp.stats().add(Counter::RxBytes, payload.len() as u64);
+                on_header(qp, st, first)
+                    .and_then(|()| {
+                        if payload.is_empty() {
+                            Ok(())
+                        } else {
+                            on_payload(qp, st, payload, 0)
+                        }
+                    })
+                    .and_then(|()| on_end(qp, st))
+            }
         };
         if let Err(e) = r {
             return (pos, Some(e));
@@ -335,10 +353,9 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
     }
 }
 
-fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8]) -> Result<(), RxStop> {
+/// Places `p`, the payload octets of the current FPDU from `before` on.
+fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8], before: usize) -> Result<(), RxStop> {
     let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
-    // Where this slice goes: the FPDU's offset plus what came before in it.
-    let before = link.rx.recv.payload_received().saturating_sub(p.len());
     if let Some((mr, off)) = &link.rx.tagged {
         // Invalidated or deregistered while this FPDU was coming in: not another byte.
         if !mr.is_valid() {

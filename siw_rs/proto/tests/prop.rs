@@ -397,6 +397,29 @@ proptest! {
         prop_assert_eq!(run_split(rx, &s, &cuts), whole);
     }
 
+    /// Bad input too: whether an FPDU comes whole in one input (one step) or in pieces, the
+    /// receiver finds the same error after the same events.
+    #[test]
+    fn any_split_of_a_corrupted_stream_gives_the_same_events_and_error(
+        msgs in arb_msgs(),
+        crc in any::<bool>(),
+        markers in any::<bool>(),
+        at in any::<proptest::sample::Index>(),
+        flip in 1u8..=255,
+        cuts in proptest::collection::vec(any::<proptest::sample::Index>(), 0..12),
+    ) {
+        let (mut s, _) = build_stream(&msgs, 700, crc, markers);
+        let i = at.index(s.len());
+        s[i] ^= flip;
+        let rx = RxConfig { crc, markers, header: HeaderOptions::default(), sctp: false };
+        let whole = run(rx, &s);
+        let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(s.len() + 1)).collect();
+        cuts.sort_unstable();
+        prop_assert_eq!(run_split(rx, &s, &cuts), whole.clone());
+        let octets: Vec<usize> = (1..s.len()).collect();
+        prop_assert_eq!(run_split(rx, &s, &octets), whole);
+    }
+
     #[test]
     fn segmentation_reassembly_is_lossless(
         msgs in arb_msgs(),

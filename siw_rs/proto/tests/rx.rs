@@ -163,6 +163,79 @@ fn zero_length_send_and_write() {
 }
 
 #[test]
+fn a_whole_fpdu_in_one_input_is_one_event() {
+    let s = stream(
+        true,
+        false,
+        &[
+            (
+                untagged(Opcode::Send, 0, 1, 0, true, 4, RdmapHdr::None),
+                vec![1, 2, 3, 4],
+            ),
+            (
+                untagged(Opcode::Send, 0, 2, 0, true, 0, RdmapHdr::None),
+                vec![],
+            ),
+        ],
+    );
+    let crc = RxConfig { crc: true, ..PLAIN };
+    let mut rx = Receiver::new(crc, SoftCrc32c::new());
+    let st = rx.feed(&s).unwrap();
+    assert_eq!(
+        (st.consumed, st.event),
+        (
+            28,
+            Some(Event::Fpdu {
+                first: true,
+                payload: &[1, 2, 3, 4]
+            })
+        )
+    );
+    assert_eq!(rx.raw_header(), &s[..20]);
+    assert_eq!(rx.current_header().map(|h| h.payload_len()), Some(4));
+    assert!(rx.at_fpdu_boundary());
+    assert_eq!(rx.position(), 28);
+    assert_eq!(rx.expected_msn(0), Some(2));
+    // No payload: an empty one.
+    let st = rx.feed(&s[28..]).unwrap();
+    assert_eq!(
+        (st.consumed, st.event),
+        (
+            24,
+            Some(Event::Fpdu {
+                first: true,
+                payload: &[]
+            })
+        )
+    );
+    assert_eq!(rx.expected_msn(0), Some(3));
+}
+
+#[test]
+fn a_whole_fpdu_with_a_bad_crc_is_streamed_and_fails_at_its_end() {
+    let mut s = stream(
+        true,
+        false,
+        &[(
+            untagged(Opcode::Send, 0, 1, 0, true, 4, RdmapHdr::None),
+            vec![1, 2, 3, 4],
+        )],
+    );
+    let last = s.len() - 1;
+    s[last] ^= 1;
+    let crc = RxConfig { crc: true, ..PLAIN };
+    let mut rx = Receiver::new(crc, SoftCrc32c::new());
+    // Nothing is taken whole that is not right: the same events as ever, then the error.
+    let st = rx.feed(&s).unwrap();
+    assert_eq!(st.consumed, 20);
+    assert!(matches!(st.event, Some(Event::Header { first: true })));
+    let st = rx.feed(&s[20..]).unwrap();
+    assert_eq!(st.event, Some(Event::Payload(&[1, 2, 3, 4])));
+    assert_eq!(rx.feed(&s[24..]), Err(TermError::LlpCrc));
+    assert_eq!(rx.raw_header(), &s[..20]);
+}
+
+#[test]
 fn one_feed_call_returns_one_event_and_consumes_input() {
     let s = stream(
         false,
@@ -173,7 +246,8 @@ fn one_feed_call_returns_one_event_and_consumes_input() {
         )],
     );
     let mut rx = Receiver::new(PLAIN, SoftCrc32c::new());
-    let st = rx.feed(&s).unwrap();
+    // Not the whole FPDU: streamed, one event a call.
+    let st = rx.feed(&s[..22]).unwrap();
     assert_eq!(st.consumed, 20);
     assert!(matches!(st.event, Some(Event::Header { first: true, .. })));
     assert_eq!(rx.raw_header(), &s[..20]);

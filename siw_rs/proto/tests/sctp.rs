@@ -311,6 +311,7 @@ fn feed_messages(
                             ended = true;
                             break;
                         }
+                        Some(Event::Fpdu { .. }) => panic!("SCTP segments are streamed"),
                         None => break,
                     }
                 }

@@ -108,6 +108,17 @@ fn run_on(
                             _ => evs.push(Ev::Payload(p.to_vec())),
                         },
                         Some(Event::End) => evs.push(Ev::End),
+                        Some(Event::Fpdu { first, payload }) => {
+                            assert!(!segment, "SCTP segments are streamed");
+                            let header = *rx.current_header().expect("fpdu event");
+                            assert_eq!(rx.raw_header().len(), header.header_len());
+                            assert!(rx.at_fpdu_boundary());
+                            evs.push(Ev::Header(header, first));
+                            if !payload.is_empty() {
+                                evs.push(Ev::Payload(payload.to_vec()));
+                            }
+                            evs.push(Ev::End);
+                        }
                         None => assert!(chunk.is_empty()),
                     }
                 }

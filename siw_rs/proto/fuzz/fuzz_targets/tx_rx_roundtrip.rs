@@ -78,6 +78,14 @@ fuzz_target!(|data: &[u8]| {
                 cur = got.iter().rposition(|(t, _)| *t == tagged).expect("message");
             }
             Some(Event::Payload(p)) => got[cur].1.extend_from_slice(p),
+            Some(Event::Fpdu { first, payload }) => {
+                let tagged = rx.current_header().expect("fpdu event").opcode.is_tagged();
+                if first {
+                    got.push((tagged, Vec::new()));
+                }
+                cur = got.iter().rposition(|(t, _)| *t == tagged).expect("message");
+                got[cur].1.extend_from_slice(payload);
+            }
             Some(Event::End) | None => {}
         }
     }

@@ -48,6 +48,17 @@ pub fn run_chunks(cfg: RxConfig, chunks: &[&[u8]]) -> (Vec<Ev>, Option<TermError
                             _ => evs.push(Ev::Payload(p.to_vec())),
                         },
                         Some(Event::End) => evs.push(Ev::End),
+                        Some(Event::Fpdu { first, payload }) => {
+                            // The events it stands for.
+                            let header = *rx.current_header().expect("fpdu event");
+                            assert_eq!(rx.raw_header().len(), header.header_len());
+                            assert!(rx.at_fpdu_boundary());
+                            evs.push(Ev::Header(header, first));
+                            if !payload.is_empty() {
+                                evs.push(Ev::Payload(payload.to_vec()));
+                            }
+                            evs.push(Ev::End);
+                        }
                         None => assert!(rest.is_empty()),
                     }
                 }
