@@ -140,6 +140,16 @@ enum Source {
 }
 
 impl Source {
+    /// Lets go of the regions, keeping the variant: the next element's pieces are written
+    /// into the same array.
+    fn release(&mut self) {
+        if let Source::Sges { parts, .. } = self {
+            for p in parts.iter_mut() {
+                *p = None;
+            }
+        }
+    }
+
     /// Whether this is memory read for the peer and any of it is no longer valid.
     fn remote_invalid(&self) -> bool {
         match self {
@@ -154,7 +164,13 @@ impl Source {
 }
 
 /// The active element.
+///
+/// It lives in [`TxState`] for good, like [`Fpdu`], and a send queue element is written
+/// into it field by field: building a new one and moving it in (into an `Option`) copied
+/// its ~390 octets twice with `memcpy` calls, once per message.
 struct Active {
+    /// It holds an element not yet wholly sent.
+    live: bool,
     seg: Segmenter,
     src: Source,
     /// Completion to report once the last FPDU is out: (id, opcode, bytes).
@@ -168,9 +184,27 @@ struct Active {
 }
 
 impl Active {
+    const IDLE: Self = Self {
+        live: false,
+        seg: Segmenter::IDLE,
+        src: Source::None,
+        done: None,
+        term: false,
+        then: None,
+    };
+
+    /// Done with: idle, its regions let go.
+    fn finish(&mut self) {
+        self.live = false;
+        self.src.release();
+        self.done = None;
+        self.then = None;
+    }
+
     /// A message without payload that completes nothing: a request, a response, an RTR.
     fn header_only(msg: Message, mul: u16) -> Result<Self, SegmentError> {
         Ok(Self {
+            live: true,
             seg: Segmenter::new(msg, mul)?,
             src: Source::None,
             done: None,
@@ -289,7 +323,7 @@ impl Marked {
 
 /// Transmit state of a connection.
 pub(crate) struct TxState {
-    active: Option<Active>,
+    active: Active,
     fpdu: Fpdu,
     /// The last MSN used on QN 0 (Send, Immediate Data), QN 1 (Read and Atomic Request)
     /// and QN 3 (Atomic Response).
@@ -322,7 +356,7 @@ impl TxState {
     pub(crate) fn new(p: &LinkParams) -> Result<Self> {
         let (ird, ord, markers) = (p.ird, p.ord, p.markers_tx);
         Ok(Self {
-            active: None,
+            active: Active::IDLE,
             fpdu: Fpdu::IDLE,
             msn: [0, 0, 0],
             orq: KVec::with_capacity(usize::from(ord).max(1), GFP_KERNEL)?,
@@ -339,17 +373,18 @@ impl TxState {
 
     /// Nothing is being sent.
     pub(crate) fn idle(&self) -> bool {
-        self.active.is_none() && !self.fpdu.queued
+        !self.active.live && !self.fpdu.queued
     }
 
     /// Work taken from the queues but not completed, as (id, opcode), for flushing.
     pub(crate) fn take_pending(&mut self) -> KVec<Option<(u64, u8)>> {
         let mut v = KVec::new();
-        if let Some(a) = self.active.take() {
-            if let Some((id, opcode, _)) = a.done {
+        if self.active.live {
+            if let Some((id, opcode, _)) = self.active.done {
                 let _ = v.push(Some((id, opcode)), GFP_ATOMIC);
             }
         }
+        self.active.finish();
         self.fpdu.queued = false;
         for o in self.orq.drain_all() {
             if !o.rtr {
@@ -424,7 +459,10 @@ pub(crate) fn run(
         let tx = &mut link.tx;
         if tx.fpdu.queued {
             let f = &mut tx.fpdu;
-            let a = tx.active.as_ref().ok_or(TxStop::Failed)?;
+            let a = &tx.active;
+            if !a.live {
+                return Err(TxStop::Failed);
+            }
             let mut iov = IoVecs::new();
             // Over SCTP the DDP-SSN this message gets, should SCTP take it.
             let next_ssn = ssn.as_deref().map(SsnCounter::peek);
@@ -468,11 +506,11 @@ pub(crate) fn run(
             qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
             f.queued = false;
             if last {
-                // Looked at in place: taking the element out of its `Option` would copy
-                // its ~390 octets with a `memcpy` call, once per message.
-                let a = tx.active.as_mut().ok_or(TxStop::Failed)?;
+                // Looked at in place: taking the element out would copy its ~390 octets
+                // with a `memcpy` call, once per message.
+                let a = &mut tx.active;
                 if a.term {
-                    tx.active = None;
+                    a.finish();
                     qp.tables().count(Counter::TerminatesSent);
                     return Err(TxStop::Terminated);
                 }
@@ -485,7 +523,7 @@ pub(crate) fn run(
                     continue;
                 }
                 let done = a.done;
-                tx.active = None;
+                a.finish();
                 if let Some((id, opcode, bytes)) = done {
                     let c = sq_completion(st, id, opcode, OK, bytes);
                     let _ = st.complete(true, &c);
@@ -493,17 +531,18 @@ pub(crate) fn run(
             }
             continue;
         }
-        if let Some(a) = tx.active.as_mut() {
+        if tx.active.live {
+            let a = &mut tx.active;
             // A Read Response whose source was invalidated or deregistered since the
             // last FPDU: not another byte of it (RFC 5040 section 8.1.1, item 6).
             if a.src.remote_invalid() {
-                tx.active = None;
+                a.finish();
                 tx.terminate(TermError::RdmapInvalidStag, &[]);
                 continue;
             }
             let f = &mut tx.fpdu;
             let Some(seg) = a.seg.next_into(&mut f.hdr) else {
-                tx.active = None;
+                a.finish();
                 continue;
             };
             f.start(
@@ -593,10 +632,10 @@ pub(crate) fn run(
                 mul,
             )
             .map_err(|_| TxStop::Failed)?;
-            tx.active = Some(Active {
+            tx.active = Active {
                 term: true,
                 ..active
-            });
+            };
             let f = &mut tx.fpdu;
             f.hdr = hdr;
             f.start(hdr_len, 0, 0, true);
@@ -615,7 +654,7 @@ pub(crate) fn run(
             if let Some(o) = orq {
                 tx.orq.push_within_capacity(o).map_err(|_| TxStop::Failed)?;
             }
-            tx.active = Some(active);
+            tx.active = active;
             continue;
         }
         if !tx.irq.is_empty() {
@@ -663,7 +702,7 @@ pub(crate) fn run(
                         mul,
                     )
                     .map_err(|_| TxStop::Failed)?;
-                    tx.active = Some(active);
+                    tx.active = active;
                     continue;
                 }
             };
@@ -689,7 +728,8 @@ pub(crate) fn run(
                 mul,
             )
             .map_err(|_| TxStop::Failed)?;
-            tx.active = Some(Active {
+            tx.active = Active {
+                live: true,
                 seg,
                 src: Source::Sges {
                     parts,
@@ -699,7 +739,7 @@ pub(crate) fn run(
                 done: None,
                 term: false,
                 then: None,
-            });
+            };
             continue;
         }
         // The next send queue element, if the user posted one.
@@ -981,125 +1021,140 @@ fn activate(
         };
         return start_request(qp, tx, RdmapHdr::ReadRequest(rr), msn, orq, mul);
     }
-    let (src, len) = if let Some(data) = inline {
-        let len = sqe.sge[0].length;
-        if len as usize > MAX_INLINE
-            || !matches!(sqe.opcode, op::SEND | op::WRITE | op::WRITE_WITH_IMM)
-        {
-            return Err(wc::LOC_QP_OP_ERR);
-        }
-        (
-            Source::Inline {
+    // Written into the idle element in place; on error it is left idle, its regions let go.
+    let mut fill = || -> Result<(), u16> {
+        let a = &mut tx.active;
+        let len = if let Some(data) = inline {
+            let len = sqe.sge[0].length;
+            if len as usize > MAX_INLINE
+                || !matches!(sqe.opcode, op::SEND | op::WRITE | op::WRITE_WITH_IMM)
+            {
+                return Err(wc::LOC_QP_OP_ERR);
+            }
+            a.src = Source::Inline {
                 data,
                 len: len as usize,
-            },
-            len,
-        )
-    } else {
-        let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
-        let mut total = 0u32;
-        for (i, s) in sqe.sge.iter().take(nsge).enumerate() {
-            if s.length == 0 {
-                continue;
+            };
+            len
+        } else {
+            if !matches!(a.src, Source::Sges { .. }) {
+                a.src = Source::Sges {
+                    parts: Default::default(),
+                    splice: false,
+                    remote: false,
+                };
             }
-            let mr = qp.tables().mr(s.lkey).ok_or(wc::LOC_PROT_ERR)?;
-            let off = mr
-                .check(qp.pd(), s.laddr, s.length, LOCAL_READ)
-                .map_err(|_| wc::LOC_PROT_ERR)?;
-            total = total.checked_add(s.length).ok_or(wc::LOC_LEN_ERR)?;
-            if let Some(p) = parts.get_mut(i) {
+            let Source::Sges {
+                parts,
+                splice,
+                remote,
+            } = &mut a.src
+            else {
+                return Err(wc::LOC_QP_OP_ERR);
+            };
+            *splice = false;
+            *remote = false;
+            let mut total = 0u32;
+            for (i, p) in parts.iter_mut().enumerate() {
+                let s = match sqe.sge.get(i) {
+                    Some(s) if i < nsge && s.length != 0 => s,
+                    _ => {
+                        *p = None;
+                        continue;
+                    }
+                };
+                let mr = qp.tables().mr(s.lkey).ok_or(wc::LOC_PROT_ERR)?;
+                let off = mr
+                    .check(qp.pd(), s.laddr, s.length, LOCAL_READ)
+                    .map_err(|_| wc::LOC_PROT_ERR)?;
+                total = total.checked_add(s.length).ok_or(wc::LOC_LEN_ERR)?;
                 *p = Some((mr, off, s.length));
             }
-        }
-        (
-            Source::Sges {
-                parts,
-                splice: false,
-                remote: false,
-            },
-            total,
-        )
-    };
-    let (opcode, target) = match sqe.opcode {
-        op::SEND | op::SEND_REMOTE_INV => {
-            let inv = sqe.opcode == op::SEND_REMOTE_INV;
-            let opc = match (inv, solicited) {
-                (false, false) => Opcode::Send,
-                (false, true) => Opcode::SendSe,
-                (true, false) => Opcode::SendInvalidate,
-                (true, true) => Opcode::SendSeInvalidate,
-            };
-            let msn = next_msn(&mut tx.msn[0]);
-            let rsvd_ulp = if inv { sqe.rkey } else { 0 };
-            (
-                opc,
-                Target::Untagged {
-                    qn: QN_SEND,
-                    msn,
-                    rsvd_ulp,
-                },
-            )
-        }
-        _ => (opcode, target),
-    };
-    let seg = Segmenter::new(
-        Message {
-            opcode,
-            target,
-            rdmap: RdmapHdr::None,
-            len,
-        },
-        mul,
-    )
-    .map_err(|_| wc::LOC_LEN_ERR)?;
-    // RDMA Write with Immediate Data: the Write, then an Immediate Data message (RFC 7306
-    // section 1: the two make the operation), which consumes a receive at the peer. The
-    // 32-bit immediate data of the verbs goes in the last four of its eight octets.
-    let then = match (sqe.opcode, imm) {
-        (op::WRITE_WITH_IMM, Some(i)) => {
-            let [i0, i1, i2, i3] = i;
-            let data = [0, 0, 0, 0, i0, i1, i2, i3];
-            let msn = next_msn(&mut tx.msn[0]);
-            Some(
-                Segmenter::new(
-                    Message {
-                        opcode: if solicited {
-                            Opcode::ImmediateDataSe
-                        } else {
-                            Opcode::ImmediateData
-                        },
-                        target: Target::Untagged {
-                            qn: QN_SEND,
-                            msn,
-                            rsvd_ulp: 0,
-                        },
-                        rdmap: RdmapHdr::Immediate(data),
-                        len: 0,
+            total
+        };
+        let (opcode, target) = match sqe.opcode {
+            op::SEND | op::SEND_REMOTE_INV => {
+                let inv = sqe.opcode == op::SEND_REMOTE_INV;
+                let opc = match (inv, solicited) {
+                    (false, false) => Opcode::Send,
+                    (false, true) => Opcode::SendSe,
+                    (true, false) => Opcode::SendInvalidate,
+                    (true, true) => Opcode::SendSeInvalidate,
+                };
+                let msn = next_msn(&mut tx.msn[0]);
+                let rsvd_ulp = if inv { sqe.rkey } else { 0 };
+                (
+                    opc,
+                    Target::Untagged {
+                        qn: QN_SEND,
+                        msn,
+                        rsvd_ulp,
                     },
-                    mul,
                 )
-                .map_err(|_| wc::LOC_QP_OP_ERR)?,
-            )
-        }
-        (op::WRITE_WITH_IMM, None) => return Err(wc::LOC_QP_OP_ERR),
-        _ => None,
+            }
+            _ => (opcode, target),
+        };
+        tx.active.seg = Segmenter::new(
+            Message {
+                opcode,
+                target,
+                rdmap: RdmapHdr::None,
+                len,
+            },
+            mul,
+        )
+        .map_err(|_| wc::LOC_LEN_ERR)?;
+        // RDMA Write with Immediate Data: the Write, then an Immediate Data message (RFC
+        // 7306 section 1: the two make the operation), which consumes a receive at the
+        // peer. The 32-bit immediate data of the verbs goes in the last four of its eight
+        // octets.
+        tx.active.then = match (sqe.opcode, imm) {
+            (op::WRITE_WITH_IMM, Some(i)) => {
+                let [i0, i1, i2, i3] = i;
+                let data = [0, 0, 0, 0, i0, i1, i2, i3];
+                let msn = next_msn(&mut tx.msn[0]);
+                Some(
+                    Segmenter::new(
+                        Message {
+                            opcode: if solicited {
+                                Opcode::ImmediateDataSe
+                            } else {
+                                Opcode::ImmediateData
+                            },
+                            target: Target::Untagged {
+                                qn: QN_SEND,
+                                msn,
+                                rsvd_ulp: 0,
+                            },
+                            rdmap: RdmapHdr::Immediate(data),
+                            len: 0,
+                        },
+                        mul,
+                    )
+                    .map_err(|_| wc::LOC_QP_OP_ERR)?,
+                )
+            }
+            (op::WRITE_WITH_IMM, None) => return Err(wc::LOC_QP_OP_ERR),
+            _ => None,
+        };
+        // The sender's completion of a Write with Immediate Data is a Write's
+        // (`IB_WC_RDMA_WRITE`); no CQE carries the internal opcode.
+        let opcode = if sqe.opcode == op::WRITE_WITH_IMM {
+            op::WRITE
+        } else {
+            sqe.opcode
+        };
+        let a = &mut tx.active;
+        a.done = signalled.then_some((sqe.id, opcode, len));
+        a.term = false;
+        a.live = true;
+        Ok(())
     };
-    // The sender's completion of a Write with Immediate Data is a Write's (`IB_WC_RDMA_WRITE`);
-    // no CQE carries the internal opcode.
-    let opcode = if sqe.opcode == op::WRITE_WITH_IMM {
-        op::WRITE
-    } else {
-        sqe.opcode
-    };
-    let done = signalled.then_some((sqe.id, opcode, len));
-    tx.active = Some(Active {
-        seg,
-        src,
-        done,
-        term: false,
-        then,
-    });
-    Ok(())
+    let r = fill();
+    if r.is_err() {
+        tx.active.finish();
+    }
+    r
 }
 
 /// Starts a request of ours that the peer answers in order on QN 1, within the ORD: an RDMA
@@ -1139,7 +1194,7 @@ fn start_request(
     tx.orq
         .push_within_capacity(orq)
         .map_err(|_| wc::LOC_QP_OP_ERR)?;
-    tx.active = Some(active);
+    tx.active = active;
     Ok(())
 }
 

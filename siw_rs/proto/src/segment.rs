@@ -121,6 +121,24 @@ fn rdmap_fits(op: Opcode, h: &RdmapHdr) -> bool {
 }
 
 impl Segmenter {
+    /// A segmenter with nothing to give: [`Self::next_into`] returns `None` at once. For
+    /// a caller that keeps one in place, to overwrite when a message starts.
+    pub const IDLE: Self = Self {
+        msg: Message {
+            opcode: Opcode::Send,
+            target: Target::Untagged {
+                qn: 0,
+                msn: 0,
+                rsvd_ulp: 0,
+            },
+            rdmap: RdmapHdr::None,
+            len: 0,
+        },
+        max_payload: 0,
+        offset: 0,
+        done: true,
+    };
+
     /// Prepares the segmentation of `msg` into FPDUs whose ULPDU is at most `mulpdu`
     /// octets (see [`super::fpdu::mulpdu`]).
     pub fn new(msg: Message, mulpdu: u16) -> Result<Self, SegmentError> {

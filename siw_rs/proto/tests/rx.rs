@@ -848,3 +848,10 @@ fn marker_right_before_the_crc_field_is_covered_by_the_crc() {
     bad[513] = 1; // reserved half: ignored by the marker check, but CRC-covered
     assert_eq!(run(FULL, &bad).1, Some(TermError::LlpCrc));
 }
+
+#[test]
+fn the_idle_segmenter_gives_nothing() {
+    let mut s = Segmenter::IDLE;
+    assert_eq!(s.remaining(), 0);
+    assert_eq!(s.next_into(&mut [0u8; 96]), None);
+}
