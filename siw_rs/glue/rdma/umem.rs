@@ -381,14 +381,20 @@ impl KernelPages {
 
 /// Copies the `n` bytes of `src` from `*done` on to `addr`, and counts them.
 ///
+/// The two may overlap: received data can lie in the very pages it is placed into. A Read
+/// Response of 4 KiB or more is sent from the responder's pages without a copy
+/// (`MSG_SPLICE_PAGES`); between two QPs of one host the receiving skb then references
+/// those pages, and a Read whose sink overlaps its source (in one region, say) places data
+/// from a page onto itself. So a `memmove`, never a `memcpy`.
+///
 /// # Safety
 ///
 /// `addr..addr + n` is mapped memory the caller may write.
 unsafe fn copy_piece(src: &[u8], done: &mut usize, addr: usize, n: usize) -> Result {
     let s = src.get(*done..done.saturating_add(n)).ok_or(EFAULT)?;
     // SAFETY: `s` is `n` readable bytes; the destination is `n` writable bytes (the
-    // caller's guarantee), not overlapping our slice.
-    unsafe { core::ptr::copy_nonoverlapping(s.as_ptr(), addr as *mut u8, n) };
+    // caller's guarantee); `copy` allows the two to overlap.
+    unsafe { core::ptr::copy(s.as_ptr(), addr as *mut u8, n) };
     *done = done.saturating_add(n);
     Ok(())
 }
