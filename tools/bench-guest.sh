@@ -317,6 +317,46 @@ profile_row() {
 	case "${ROW%%|*}" in *_lat*) k=101 ;; esac
 	profile_cmd "$drv" "${ROW%%|*}" "$n" "$k" perf_n
 }
+# BENCH_TRACE (a host directory): instead of the table, each selected perftest row twice per
+# driver, with BENCH_TRACE_N messages and three times as many, while QEMU logs every block
+# it executes in module code (see tools/bench-trace.py, which counts the instructions).
+# trace_ctl on FILE | off: asks the host to switch the log and waits until it has.
+trace_seq=0
+trace_ctl() {
+	local i
+	trace_seq=$((trace_seq + 1))
+	echo "$*" >"$BENCH_TRACE/ctl.$trace_seq.tmp"
+	mv "$BENCH_TRACE/ctl.$trace_seq.tmp" "$BENCH_TRACE/ctl.$trace_seq"
+	# Guest time does not pass while the guest sleeps (-icount, sleep=off): a count of
+	# polls, not seconds, bounds the wait.
+	for i in $(seq 200000); do
+		[ ! -e "$BENCH_TRACE/ack.$trace_seq" ] || return 0
+		sleep 0.01
+	done
+	echo "# the host did not switch the log ($*)" >&2
+}
+if [ -n "${BENCH_TRACE:-}" ]; then
+	echo 0 >/proc/sys/kernel/kptr_restrict
+	for drv in siw siw_rs; do
+		two_hosts "$drv" "$drv"
+		# Where the module's code lies, for the host's disassembly.
+		for s in /sys/module/"$drv"/sections/.text*; do
+			echo "$drv ${s##*/} $(cat "$s")"
+		done >"$BENCH_TRACE/sections-$drv.txt"
+		for b in "${perf[@]}"; do
+			selected "${b%%|*}" || continue
+			ROW=$b
+			name=$(tr ' ' _ <<<"${b%%|*}")
+			for n in "$BENCH_TRACE_N" $((3 * BENCH_TRACE_N)); do
+				trace_ctl on "exec-$name-$drv-$n.log"
+				perf_n "$n" >"$BENCH_TRACE/result-$name-$drv-$n.txt"
+				trace_ctl off
+			done
+		done
+		two_hosts_down
+	done
+	exit 0
+fi
 if [ -n "${BENCH_PROFILE:-}" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
 	echo -1 >/proc/sys/kernel/perf_event_paranoid
