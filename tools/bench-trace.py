@@ -182,6 +182,7 @@ def report(d):
                     pcs[int(m.group(1), 16)] += 1
         starts = set(pcs)
         per_fn = collections.Counter()
+        per_block = collections.Counter()
         blocks = 0
         secs, _ = mods[drv]
         for pc, n in pcs.items():
@@ -204,15 +205,17 @@ def report(d):
             j = bisect.bisect_right(sec["symoffs"], off) - 1
             fn = shorten(sec["syms"][j][1]) if j >= 0 else "?"
             per_fn[fn] += k * n
+            if j >= 0:
+                per_block[(fn, off - sec["syms"][j][0], k)] += n
             blocks += n
-        return per_fn, blocks
+        return per_fn, per_block, blocks
 
     for (row, drv), byn in sorted(runs.items(), key=lambda x: (x[0][0], x[0][1] != "siw")):
         if drv not in mods or len(byn) < 2:
             continue
         (ns, ps), (nl, pl) = sorted(byn.items())[:2]
-        fs, bs = count(drv, ps)
-        fl, bl = count(drv, pl)
+        fs, ks, bs = count(drv, ps)
+        fl, kl, bl = count(drv, pl)
         m = nl - ns
         diff = collections.Counter(fl)
         diff.subtract(fs)
@@ -228,6 +231,15 @@ def report(d):
         for fn, c in sorted(diff.items(), key=lambda x: -x[1])[:25]:
             if c:
                 print(f"{c / m:10.1f} {fn}")
+        # The blocks that execute the most, as function+offset (objdump -d names the
+        # instructions), with their length and how often each runs per message.
+        kd = collections.Counter(kl)
+        kd.subtract(ks)
+        print(f"# {drv} {row.replace('_', ' ')}: the busiest blocks (instructions per message,"
+              " runs per message, length, function+offset)")
+        for (fn, off, k), c in sorted(kd.items(), key=lambda x: -x[1] * x[0][2])[:30]:
+            if c:
+                print(f"{c * k / m:10.1f} {c / m:6.2f} {k:4d} {fn}+{off:#x}")
 
 
 if __name__ == "__main__":
