@@ -24,16 +24,22 @@ import sys
 import time
 
 
-def hmp(sock, cmd):
-    """Sends one monitor command and reads up to the next prompt."""
-    sock.sendall(cmd.encode() + b"\n")
+def prompt(sock):
+    """Reads up to the monitor's next prompt; False if the monitor went away first."""
     buf = b""
     while not buf.endswith(b"(qemu) "):
         chunk = sock.recv(4096)
         if not chunk:
-            break
+            return False
         buf += chunk
-    return buf
+    return True
+
+
+def hmp(sock, cmd):
+    """Sends one monitor command and waits for it to be done."""
+    sock.sendall(cmd.encode() + b"\n")
+    if not prompt(sock):
+        raise OSError("the QEMU monitor went away")
 
 
 def watch(d, path):
@@ -49,21 +55,14 @@ def watch(d, path):
             time.sleep(0.5)
     if sock is None:
         sys.exit(f"bench-trace: no QEMU monitor at {path}")
-    buf = b""
-    while not buf.endswith(b"(qemu) "):
-        chunk = sock.recv(4096)
-        if not chunk:
-            return
-        buf += chunk
+    if not prompt(sock):
+        return
+    # tools/bench ends this process once the VM is gone.
     seq = 1
     while True:
         ctl = os.path.join(d, f"ctl.{seq}")
         if not os.path.exists(ctl):
             time.sleep(0.05)
-            try:
-                sock.send(b"")
-            except OSError:
-                return
             continue
         with open(ctl) as f:
             words = f.read().split()
