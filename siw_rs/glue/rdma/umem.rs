@@ -387,6 +387,11 @@ impl KernelPages {
 /// those pages, and a Read whose sink overlaps its source (in one region, say) places data
 /// from a page onto itself. So a `memmove`, never a `memcpy`.
 ///
+/// Not all is mended: the received bytes come down to here as a `&[u8]`, which Rust takes
+/// to stay unchanged while it lives, and in that case the copy changes them. `copy` makes
+/// the copy itself right; only carrying received data as raw pointers (like [`IoVec`])
+/// from the socket's read actor down to placement would leave no such reference.
+///
 /// # Safety
 ///
 /// `addr..addr + n` is mapped memory the caller may write.
