@@ -17,7 +17,7 @@ use crate::{
         iov::{IoVec, IoVecs, KernelCrc},
         net::tcp::Socket,
         rdma::verbs::AccessFlags,
-        siw_abi::{op, wc, wqe, MAX_INLINE, SQE_SIZE},
+        siw_abi::{op, wc, wqe, MAX_INLINE, MAX_SGE, SQE_SIZE},
     },
     mr::{self, FastRegError, MrCore, LOCAL_READ, LOCAL_WRITE},
     proto::{
@@ -123,13 +123,39 @@ pub(crate) enum Inbound {
     },
 }
 
+/// The (region, offset, length) pieces of registered memory a message's payload is made
+/// of, one per SGE.
+///
+/// Only the first `n` slots may be in use (a zero-length SGE leaves its slot empty), so
+/// setting up and letting go of a message of one SGE touches one slot, not all six.
+#[derive(Default)]
+struct Pieces {
+    slot: [Option<(Arc<MrCore>, usize, u32)>; MAX_SGE],
+    n: usize,
+}
+
+impl Pieces {
+    /// The pieces in use, in order.
+    fn iter(&self) -> impl Iterator<Item = &(Arc<MrCore>, usize, u32)> {
+        self.slot.get(..self.n).unwrap_or(&[]).iter().flatten()
+    }
+
+    /// Lets go of the regions: no slot is in use afterwards.
+    fn clear(&mut self) {
+        for p in self.slot.get_mut(..self.n).unwrap_or(&mut []) {
+            *p = None;
+        }
+        self.n = 0;
+    }
+}
+
 /// Where an active element's payload comes from.
 enum Source {
-    /// Registered memory: up to six (region, offset, length) pieces. With `splice`, TCP
-    /// references pinned user pages instead of copying them (see [`ZCOPY_MIN`]). `remote`:
-    /// a Read Response, read on the peer's behalf, which stops once its STag goes invalid.
+    /// Registered memory. With `splice`, TCP references pinned user pages instead of
+    /// copying them (see [`ZCOPY_MIN`]). `remote`: a Read Response, read on the peer's
+    /// behalf, which stops once its STag goes invalid.
     Sges {
-        parts: [Option<(Arc<MrCore>, usize, u32)>; 6],
+        parts: Pieces,
         splice: bool,
         remote: bool,
     },
@@ -144,9 +170,7 @@ impl Source {
     /// into the same array.
     fn release(&mut self) {
         if let Source::Sges { parts, .. } = self {
-            for p in parts.iter_mut() {
-                *p = None;
-            }
+            parts.clear();
         }
     }
 
@@ -157,7 +181,7 @@ impl Source {
                 parts,
                 remote: true,
                 ..
-            } => parts.iter().flatten().any(|(mr, _, _)| !mr.is_valid()),
+            } => parts.iter().any(|(mr, _, _)| !mr.is_valid()),
             _ => false,
         }
     }
@@ -442,6 +466,9 @@ pub(crate) enum Ran {
 /// queue elements is done. Over SCTP, `ssn` hands out the DDP-SSNs of the connection's
 /// messages (RFC 5043 section 5.2.1; the connection manager's Session Control messages
 /// take theirs from it too).
+///
+/// Each pass takes work if none is under way, frames the next FPDU if none is queued, and
+/// hands the queued one to TCP: a message of one FPDU goes out in one pass.
 pub(crate) fn run(
     qp: &QpCore,
     st: &mut QpState,
@@ -453,366 +480,411 @@ pub(crate) fn run(
         let Some(link) = st.link_mut() else {
             return Ok(Ran::Idle);
         };
-        let crc = link.params.crc;
-        let gso = link.params.gso;
-        let sctp = link.params.sctp;
-        let tx = &mut link.tx;
-        if tx.fpdu.queued {
-            let f = &mut tx.fpdu;
-            let a = &tx.active;
-            if !a.live {
-                return Err(TxStop::Failed);
+        if !link.tx.fpdu.queued && !link.tx.active.live {
+            match take_work(qp, st, sock, &mut burst)? {
+                Took::Work => {}
+                Took::Again => continue,
+                Took::Stop(ran) => return Ok(ran),
             }
-            let mut iov = IoVecs::new();
-            // Over SCTP the DDP-SSN this message gets, should SCTP take it.
-            let next_ssn = ssn.as_deref().map(SsnCounter::peek);
-            if let (Some(s), Some(l)) = (next_ssn, f.hdr.get_mut(..2)) {
-                l.copy_from_slice(&s.to_be_bytes());
-            }
-            if f.staged {
-                let m = tx.marked.as_ref().ok_or(TxStop::Failed)?;
-                push(
-                    &mut iov,
-                    IoVec::new(m.wire.get(..f.total).ok_or(TxStop::Failed)?),
-                )?;
-            } else {
-                push(&mut iov, IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])))?;
-                payload(&a.src, f.pay_off, f.pay_len, &mut |v| push(&mut iov, v))?;
-                push(
-                    &mut iov,
-                    IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
-                )?;
-            }
-            let r = if next_ssn.is_some() {
-                sock.send_message(iov.as_slice(), PPID_DDP_SEGMENT)
-            } else {
-                sock.send(iov.as_slice(), f.sent, false, false)
-            };
-            match r {
-                Ok(k) => f.sent = f.sent.saturating_add(k),
-                Err(e) if e == EAGAIN => return Ok(Ran::Idle),
-                Err(_) => return Err(TxStop::Failed),
-            }
-            if f.sent >= f.total {
-                // Taken now that SCTP took the message: one not sent leaves no gap.
-                let _ = ssn.as_deref_mut().map(SsnCounter::take);
-            }
-            if f.sent < f.total {
-                // TCP's buffer is full; the write-space callback resumes us.
-                return Ok(Ran::Idle);
-            }
-            let last = f.last;
-            qp.stats().add(Counter::TxFpdus, 1);
-            qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
-            f.queued = false;
-            if last {
-                // Looked at in place: taking the element out would copy its ~390 octets
-                // with a `memcpy` call, once per message.
-                let a = &mut tx.active;
-                if a.term {
-                    a.finish();
-                    qp.tables().count(Counter::TerminatesSent);
-                    return Err(TxStop::Terminated);
-                }
-                if let Some(seg) = a.then.take() {
-                    // The Immediate Data message goes right behind its Write, before
-                    // anything else, so the peer can tell which Write it completes
-                    // (`done`, kept).
-                    a.seg = seg;
-                    a.src = Source::None;
-                    continue;
-                }
-                let done = a.done;
-                a.finish();
-                if let Some((id, opcode, bytes)) = done {
-                    let c = sq_completion(st, id, opcode, OK, bytes);
-                    let _ = st.complete(true, &c);
-                }
-            }
-            continue;
         }
-        if tx.active.live {
-            let a = &mut tx.active;
-            // A Read Response whose source was invalidated or deregistered since the
-            // last FPDU: not another byte of it (RFC 5040 section 8.1.1, item 6).
-            if a.src.remote_invalid() {
-                a.finish();
-                tx.terminate(TermError::RdmapInvalidStag, &[]);
-                continue;
-            }
-            let f = &mut tx.fpdu;
-            let Some(seg) = a.seg.next_into(&mut f.hdr) else {
-                a.finish();
-                continue;
-            };
-            f.start(
-                seg.header_len,
-                seg.payload_offset,
-                seg.payload_len,
-                seg.last,
-            );
-            if let Some(m) = tx.marked.as_mut() {
-                m.stage(f, &a.src, crc)?;
-                f.queued = true;
-                continue;
-            }
-            let mut c = KernelCrc::new();
-            if crc {
-                c.update(f.hdr.get(..f.hdr_len).unwrap_or(&[]));
-                payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
-                    c = KernelCrc::from_state(v.crc32c(c.state()));
-                    Ok(())
-                })?;
-                c.update(&[0u8; 4][..seg.pad]);
-            }
-            let (t, tl) = if sctp.is_some() {
-                ([0; 7], 0)
-            } else {
-                trailer(seg.pad, if crc { c.value() } else { 0 })
-            };
-            f.trailer = t;
-            f.tr_len = tl;
-            f.total = f.hdr_len + f.pay_len as usize + tl;
-            f.queued = true;
-            continue;
-        }
-        let limit = match crate::module_parameters::max_fpdu.value() {
-            0 => MAX_FPDU,
-            n => n.clamp(256, MAX_FPDU),
-        };
-        // With GSO_EXP agreed an FPDU may span TCP segments: as long as the limit allows.
-        let mss = if gso || sctp.is_some() {
-            limit
-        } else {
-            sock.mss().clamp(256, limit)
-        };
-        let marked = tx.marked.is_some();
-        let mul = if let Some(max) = sctp {
-            max
-        } else if marked {
-            mulpdu(mss.min(MARKED_FPDU), true)
-        } else {
-            mulpdu(mss, false)
-        };
-        if let Some((err, raw, n)) = tx.term.take() {
-            let mut buf = [0u8; HDR_BUF];
-            let len =
-                build_terminate(&mut buf, 1, err, raw.get(..n)).map_err(|_| TxStop::Failed)?;
-            // The Terminate is sent as a one-FPDU message through the segmenter's framing
-            // rules: copy the prebuilt header and frame it here.
-            let hdr_len = len.min(HDR_BUF);
-            let mut hdr = [0u8; HDR_BUF];
-            if let (Some(d), Some(s)) = (hdr.get_mut(..hdr_len), buf.get(..hdr_len)) {
-                d.copy_from_slice(s);
-            }
-            let ulpdu = u16::try_from(hdr_len.saturating_sub(2)).unwrap_or(0);
-            if let Some(l) = hdr.get_mut(..2) {
-                l.copy_from_slice(&ulpdu.to_be_bytes());
-            }
-            let pad = (4 - ((hdr_len) & 3)) & 3;
-            let mut c = KernelCrc::new();
-            c.update(hdr.get(..hdr_len).unwrap_or(&[]));
-            c.update(&[0u8; 4][..pad]);
-            let (t, tl) = if sctp.is_some() {
-                ([0; 7], 0)
-            } else {
-                trailer(pad, if crc { c.value() } else { 0 })
-            };
-            let active = Active::header_only(
-                Message {
-                    opcode: Opcode::Send,
-                    target: Target::Untagged {
-                        qn: QN_SEND,
-                        msn: 0,
-                        rsvd_ulp: 0,
-                    },
-                    rdmap: RdmapHdr::None,
-                    len: 0,
-                },
-                mul,
-            )
-            .map_err(|_| TxStop::Failed)?;
-            tx.active = Active {
-                term: true,
-                ..active
-            };
-            let f = &mut tx.fpdu;
-            f.hdr = hdr;
-            f.start(hdr_len, 0, 0, true);
-            f.trailer = t;
-            f.tr_len = tl;
-            f.total = hdr_len + tl;
-            if let Some(m) = tx.marked.as_mut() {
-                m.stage(f, &Source::None, crc)?;
-            }
-            f.queued = true;
-            continue;
-        }
-        if let Some(rtr) = tx.rtr.take() {
-            let (message, orq) = rtr_message(rtr, &mut tx.msn);
-            let active = Active::header_only(message, mul).map_err(|_| TxStop::Failed)?;
-            if let Some(o) = orq {
-                tx.orq.push_within_capacity(o).map_err(|_| TxStop::Failed)?;
-            }
-            tx.active = active;
-            continue;
-        }
-        if !tx.irq.is_empty() {
-            let rr = match tx.irq.remove(0).map_err(|_| TxStop::Failed)? {
-                Inbound::Read(rr) => rr,
-                Inbound::Atomic { req, mr, off } => {
-                    // Executed in its turn, after the Reads before it are answered (RFC
-                    // 7306 section 7), and only while its region is valid (RFC 5040
-                    // section 8.1.1, item 6): one invalidated or deregistered since the
-                    // request came is not touched.
-                    let orig = if mr.is_valid() {
-                        match mr.pages.atomic_word(off) {
-                            // A word changing under a masked operation without end:
-                            // nothing is done to it.
-                            Ok(w) => req.execute(w).ok_or(TermError::RdmapCatastrophicStream),
-                            // Aligned offset, misaligned memory: RFC 7306 section 8.2.
-                            Err(e) if e == EINVAL => Err(TermError::RdmapCatastrophicStream),
-                            Err(_) => Err(TermError::RdmapBaseBounds),
-                        }
-                    } else {
-                        Err(TermError::RdmapInvalidStag)
-                    };
-                    let orig = match orig {
-                        Ok(v) => v,
-                        Err(e) => {
-                            tx.terminate(e, &[]);
-                            continue;
-                        }
-                    };
-                    let msn = next_msn(&mut tx.msn[2]);
-                    let active = Active::header_only(
-                        Message {
-                            opcode: Opcode::AtomicResponse,
-                            target: Target::Untagged {
-                                qn: QN_ATOMIC_RESPONSE,
-                                msn,
-                                rsvd_ulp: 0,
-                            },
-                            rdmap: RdmapHdr::AtomicResponse(AtomicResponse {
-                                req_id: req.req_id,
-                                orig,
-                            }),
-                            len: 0,
-                        },
-                        mul,
-                    )
-                    .map_err(|_| TxStop::Failed)?;
-                    tx.active = active;
-                    continue;
-                }
-            };
-            let mut parts: [Option<(Arc<MrCore>, usize, u32)>; 6] = Default::default();
-            // A zero-length Read names no memory (RFC 5040 section 5.2.1).
-            if rr.size != 0 {
-                let mr = qp.tables().mr(rr.src_stag).ok_or(TxStop::Failed)?;
-                let off = mr
-                    .check(qp.pd(), rr.src_to, rr.size, LOCAL_READ)
-                    .map_err(|_| TxStop::Failed)?;
-                parts[0] = Some((mr, off, rr.size));
-            }
-            let seg = Segmenter::new(
-                Message {
-                    opcode: Opcode::ReadResponse,
-                    target: Target::Tagged {
-                        stag: rr.sink_stag,
-                        to: rr.sink_to,
-                    },
-                    rdmap: RdmapHdr::None,
-                    len: rr.size,
-                },
-                mul,
-            )
-            .map_err(|_| TxStop::Failed)?;
-            tx.active = Active {
-                live: true,
-                seg,
-                src: Source::Sges {
-                    parts,
-                    splice: rr.size >= ZCOPY_MIN,
-                    remote: true,
-                },
-                done: None,
-                term: false,
-                then: None,
-            };
-            continue;
-        }
-        // The next send queue element, if the user posted one.
-        let off = qp.sq().offset(st.sq_get(), SQE_SIZE);
-        let Some(flags) = qp.sq().mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
-            return Ok(Ran::Idle);
-        };
-        if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
-            return Ok(Ran::Idle);
-        }
-        // After a burst others get a turn first: a process refilling its queue as fast as
-        // we send could otherwise hold this worker and the QP's lock for good.
-        if burst >= SQ_BURST {
-            return Ok(Ran::Yield);
-        }
-        burst = burst.saturating_add(1);
-        let sqe: Sqe = qp.sq().mem.read(off).ok_or(TxStop::Failed)?;
         let Some(link) = st.link_mut() else {
             return Ok(Ran::Idle);
         };
-        let ord = usize::from(link.params.ord);
         let tx = &mut link.tx;
-        // A fenced element waits for our Reads (and Atomics) to complete; a Read or an
-        // Atomic waits for room in the ORQ (the peer's IRD, which RFC 7306 section 5.2
-        // lets Atomics share with Reads).
-        if sqe.flags & wqe::READ_FENCE != 0 && !tx.orq.is_empty() {
-            return Ok(Ran::Idle);
-        }
-        if matches!(
-            sqe.opcode,
-            op::READ | op::READ_LOCAL_INV | op::FETCH_AND_ADD | op::COMP_AND_SWAP
-        ) && ord > 0
-            && tx.orq.len() >= ord
-        {
-            return Ok(Ran::Idle);
-        }
-        let inline = if sqe.flags & wqe::INLINE != 0 {
-            qp.sq()
-                .mem
-                .read::<[u8; MAX_INLINE]>(off.saturating_add(SQE_INLINE))
-        } else {
-            None
-        };
-        let imm = if sqe.opcode == op::WRITE_WITH_IMM {
-            qp.sq().mem.read::<[u8; 4]>(off.saturating_add(SQE_IMM))
-        } else {
-            None
-        };
-        // The slot is the user's again once we hold a copy (the C siw releases at activation).
-        flags.store(0, Ordering::Release);
-        st.sq_taken();
-        let signalled = sqe.flags & wqe::SIGNALLED != 0 || qp.sig_all();
-        if qp.is_kernel() && matches!(sqe.opcode, op::REG_MR | op::INVAL_STAG) {
-            // A local operation: done here, in order, nothing on the wire.
-            let status = local_op(qp, &sqe);
-            if signalled || status != OK {
-                let c = sq_completion(st, sqe.id, sqe.opcode, status, 0);
-                let _ = st.complete(true, &c);
-            }
-            if status != OK {
-                return Err(TxStop::Failed);
-            }
+        if !tx.fpdu.queued && !frame(tx, link.params.crc, link.params.sctp.is_some())? {
             continue;
         }
-        match activate(qp, st, &sqe, inline, imm, mul, signalled) {
-            Ok(()) => {}
-            Err(status) => {
-                // A bad element completes with an error, and the QP goes to ERROR.
-                let c = sq_completion(st, sqe.id, sqe.opcode, status, 0);
+        let f = &mut tx.fpdu;
+        let a = &tx.active;
+        if !a.live {
+            return Err(TxStop::Failed);
+        }
+        let mut iov = IoVecs::new();
+        // Over SCTP the DDP-SSN this message gets, should SCTP take it.
+        let next_ssn = ssn.as_deref().map(SsnCounter::peek);
+        if let (Some(s), Some(l)) = (next_ssn, f.hdr.get_mut(..2)) {
+            l.copy_from_slice(&s.to_be_bytes());
+        }
+        if f.staged {
+            let m = tx.marked.as_ref().ok_or(TxStop::Failed)?;
+            push(
+                &mut iov,
+                IoVec::new(m.wire.get(..f.total).ok_or(TxStop::Failed)?),
+            )?;
+        } else {
+            push(&mut iov, IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])))?;
+            payload(&a.src, f.pay_off, f.pay_len, &mut |v| push(&mut iov, v))?;
+            push(
+                &mut iov,
+                IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
+            )?;
+        }
+        let r = if next_ssn.is_some() {
+            sock.send_message(iov.as_slice(), PPID_DDP_SEGMENT)
+        } else {
+            sock.send(iov.as_slice(), f.sent, false, false)
+        };
+        match r {
+            Ok(k) => f.sent = f.sent.saturating_add(k),
+            Err(e) if e == EAGAIN => return Ok(Ran::Idle),
+            Err(_) => return Err(TxStop::Failed),
+        }
+        if f.sent >= f.total {
+            // Taken now that SCTP took the message: one not sent leaves no gap.
+            let _ = ssn.as_deref_mut().map(SsnCounter::take);
+        }
+        if f.sent < f.total {
+            // TCP's buffer is full; the write-space callback resumes us.
+            return Ok(Ran::Idle);
+        }
+        let last = f.last;
+        qp.stats().add(Counter::TxFpdus, 1);
+        qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
+        f.queued = false;
+        if last {
+            // Looked at in place: taking the element out would copy its ~390 octets
+            // with a `memcpy` call, once per message.
+            let a = &mut tx.active;
+            if a.term {
+                a.finish();
+                qp.tables().count(Counter::TerminatesSent);
+                return Err(TxStop::Terminated);
+            }
+            if let Some(seg) = a.then.take() {
+                // The Immediate Data message goes right behind its Write, before
+                // anything else, so the peer can tell which Write it completes
+                // (`done`, kept).
+                a.seg = seg;
+                a.src = Source::None;
+                continue;
+            }
+            let done = a.done;
+            a.finish();
+            if let Some((id, opcode, bytes)) = done {
+                let c = sq_completion(st, id, opcode, OK, bytes);
                 let _ = st.complete(true, &c);
-                return Err(TxStop::Failed);
             }
         }
+    }
+}
+
+/// Frames the active element's next FPDU into [`TxState::fpdu`]: header, payload pieces and
+/// trailer (over SCTP none), or the whole FPDU with markers. Returns `false` if there was
+/// none to frame: the element is finished then (and a Terminate queued if its source went
+/// invalid).
+fn frame(tx: &mut TxState, crc: bool, sctp: bool) -> Result<bool, TxStop> {
+    let a = &mut tx.active;
+    // A Read Response whose source was invalidated or deregistered since the
+    // last FPDU: not another byte of it (RFC 5040 section 8.1.1, item 6).
+    if a.src.remote_invalid() {
+        a.finish();
+        tx.terminate(TermError::RdmapInvalidStag, &[]);
+        return Ok(false);
+    }
+    let f = &mut tx.fpdu;
+    let Some(seg) = a.seg.next_into(&mut f.hdr) else {
+        a.finish();
+        return Ok(false);
+    };
+    f.start(
+        seg.header_len,
+        seg.payload_offset,
+        seg.payload_len,
+        seg.last,
+    );
+    if let Some(m) = tx.marked.as_mut() {
+        m.stage(f, &a.src, crc)?;
+        f.queued = true;
+        return Ok(true);
+    }
+    let mut c = KernelCrc::new();
+    if crc {
+        c.update(f.hdr.get(..f.hdr_len).unwrap_or(&[]));
+        payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
+            c = KernelCrc::from_state(v.crc32c(c.state()));
+            Ok(())
+        })?;
+        c.update(&[0u8; 4][..seg.pad]);
+    }
+    let (t, tl) = if sctp {
+        ([0; 7], 0)
+    } else {
+        trailer(seg.pad, if crc { c.value() } else { 0 })
+    };
+    f.trailer = t;
+    f.tr_len = tl;
+    f.total = f.hdr_len + f.pay_len as usize + tl;
+    f.queued = true;
+    Ok(true)
+}
+
+/// What [`take_work`] found.
+enum Took {
+    /// An element is active now (or an FPDU queued): frame and send it.
+    Work,
+    /// Look again: a local operation was done, or a Terminate queued.
+    Again,
+    /// Nothing to take now, or a burst was taken.
+    Stop(Ran),
+}
+
+/// Takes the next work when nothing is under way, in this order: a Terminate to send, the
+/// RTR or wake-up message, the peer's Reads and Atomics to answer, the user's next send
+/// queue element.
+fn take_work(
+    qp: &QpCore,
+    st: &mut QpState,
+    sock: &Socket,
+    burst: &mut u32,
+) -> Result<Took, TxStop> {
+    let Some(link) = st.link_mut() else {
+        return Ok(Took::Stop(Ran::Idle));
+    };
+    let tx = &mut link.tx;
+    if let Some((err, raw, n)) = tx.term.take() {
+        let mul = fpdu_mul(&link.params, tx.marked.is_some(), sock);
+        let mut buf = [0u8; HDR_BUF];
+        let len = build_terminate(&mut buf, 1, err, raw.get(..n)).map_err(|_| TxStop::Failed)?;
+        // The Terminate is sent as a one-FPDU message through the segmenter's framing
+        // rules: copy the prebuilt header and frame it here.
+        let hdr_len = len.min(HDR_BUF);
+        let mut hdr = [0u8; HDR_BUF];
+        if let (Some(d), Some(s)) = (hdr.get_mut(..hdr_len), buf.get(..hdr_len)) {
+            d.copy_from_slice(s);
+        }
+        let ulpdu = u16::try_from(hdr_len.saturating_sub(2)).unwrap_or(0);
+        if let Some(l) = hdr.get_mut(..2) {
+            l.copy_from_slice(&ulpdu.to_be_bytes());
+        }
+        let pad = (4 - ((hdr_len) & 3)) & 3;
+        let mut c = KernelCrc::new();
+        c.update(hdr.get(..hdr_len).unwrap_or(&[]));
+        c.update(&[0u8; 4][..pad]);
+        let (t, tl) = if link.params.sctp.is_some() {
+            ([0; 7], 0)
+        } else {
+            trailer(pad, if link.params.crc { c.value() } else { 0 })
+        };
+        let active = Active::header_only(
+            Message {
+                opcode: Opcode::Send,
+                target: Target::Untagged {
+                    qn: QN_SEND,
+                    msn: 0,
+                    rsvd_ulp: 0,
+                },
+                rdmap: RdmapHdr::None,
+                len: 0,
+            },
+            mul,
+        )
+        .map_err(|_| TxStop::Failed)?;
+        tx.active = Active {
+            term: true,
+            ..active
+        };
+        let f = &mut tx.fpdu;
+        f.hdr = hdr;
+        f.start(hdr_len, 0, 0, true);
+        f.trailer = t;
+        f.tr_len = tl;
+        f.total = hdr_len + tl;
+        if let Some(m) = tx.marked.as_mut() {
+            m.stage(f, &Source::None, link.params.crc)?;
+        }
+        f.queued = true;
+        return Ok(Took::Work);
+    }
+    if let Some(rtr) = tx.rtr.take() {
+        let mul = fpdu_mul(&link.params, tx.marked.is_some(), sock);
+        let (message, orq) = rtr_message(rtr, &mut tx.msn);
+        let active = Active::header_only(message, mul).map_err(|_| TxStop::Failed)?;
+        if let Some(o) = orq {
+            tx.orq.push_within_capacity(o).map_err(|_| TxStop::Failed)?;
+        }
+        tx.active = active;
+        return Ok(Took::Work);
+    }
+    if !tx.irq.is_empty() {
+        let mul = fpdu_mul(&link.params, tx.marked.is_some(), sock);
+        let rr = match tx.irq.remove(0).map_err(|_| TxStop::Failed)? {
+            Inbound::Read(rr) => rr,
+            Inbound::Atomic { req, mr, off } => {
+                // Executed in its turn, after the Reads before it are answered (RFC
+                // 7306 section 7), and only while its region is valid (RFC 5040
+                // section 8.1.1, item 6): one invalidated or deregistered since the
+                // request came is not touched.
+                let orig = if mr.is_valid() {
+                    match mr.pages.atomic_word(off) {
+                        // A word changing under a masked operation without end:
+                        // nothing is done to it.
+                        Ok(w) => req.execute(w).ok_or(TermError::RdmapCatastrophicStream),
+                        // Aligned offset, misaligned memory: RFC 7306 section 8.2.
+                        Err(e) if e == EINVAL => Err(TermError::RdmapCatastrophicStream),
+                        Err(_) => Err(TermError::RdmapBaseBounds),
+                    }
+                } else {
+                    Err(TermError::RdmapInvalidStag)
+                };
+                let orig = match orig {
+                    Ok(v) => v,
+                    Err(e) => {
+                        tx.terminate(e, &[]);
+                        return Ok(Took::Again);
+                    }
+                };
+                let msn = next_msn(&mut tx.msn[2]);
+                let active = Active::header_only(
+                    Message {
+                        opcode: Opcode::AtomicResponse,
+                        target: Target::Untagged {
+                            qn: QN_ATOMIC_RESPONSE,
+                            msn,
+                            rsvd_ulp: 0,
+                        },
+                        rdmap: RdmapHdr::AtomicResponse(AtomicResponse {
+                            req_id: req.req_id,
+                            orig,
+                        }),
+                        len: 0,
+                    },
+                    mul,
+                )
+                .map_err(|_| TxStop::Failed)?;
+                tx.active = active;
+                return Ok(Took::Work);
+            }
+        };
+        let mut parts = Pieces::default();
+        // A zero-length Read names no memory (RFC 5040 section 5.2.1).
+        if rr.size != 0 {
+            let mr = qp.tables().mr(rr.src_stag).ok_or(TxStop::Failed)?;
+            let off = mr
+                .check(qp.pd(), rr.src_to, rr.size, LOCAL_READ)
+                .map_err(|_| TxStop::Failed)?;
+            parts.slot[0] = Some((mr, off, rr.size));
+            parts.n = 1;
+        }
+        let seg = Segmenter::new(
+            Message {
+                opcode: Opcode::ReadResponse,
+                target: Target::Tagged {
+                    stag: rr.sink_stag,
+                    to: rr.sink_to,
+                },
+                rdmap: RdmapHdr::None,
+                len: rr.size,
+            },
+            mul,
+        )
+        .map_err(|_| TxStop::Failed)?;
+        tx.active = Active {
+            live: true,
+            seg,
+            src: Source::Sges {
+                parts,
+                splice: rr.size >= ZCOPY_MIN,
+                remote: true,
+            },
+            done: None,
+            term: false,
+            then: None,
+        };
+        return Ok(Took::Work);
+    }
+    // The next send queue element, if the user posted one.
+    let off = qp.sq().offset(st.sq_get(), SQE_SIZE);
+    let Some(flags) = qp.sq().mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
+        return Ok(Took::Stop(Ran::Idle));
+    };
+    if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
+        return Ok(Took::Stop(Ran::Idle));
+    }
+    // After a burst others get a turn first: a process refilling its queue as fast as
+    // we send could otherwise hold this worker and the QP's lock for good.
+    if *burst >= SQ_BURST {
+        return Ok(Took::Stop(Ran::Yield));
+    }
+    *burst = burst.saturating_add(1);
+    let sqe: Sqe = qp.sq().mem.read(off).ok_or(TxStop::Failed)?;
+    let Some(link) = st.link_mut() else {
+        return Ok(Took::Stop(Ran::Idle));
+    };
+    let ord = usize::from(link.params.ord);
+    let mul = fpdu_mul(&link.params, link.tx.marked.is_some(), sock);
+    let tx = &mut link.tx;
+    // A fenced element waits for our Reads (and Atomics) to complete; a Read or an
+    // Atomic waits for room in the ORQ (the peer's IRD, which RFC 7306 section 5.2
+    // lets Atomics share with Reads).
+    if sqe.flags & wqe::READ_FENCE != 0 && !tx.orq.is_empty() {
+        return Ok(Took::Stop(Ran::Idle));
+    }
+    if matches!(
+        sqe.opcode,
+        op::READ | op::READ_LOCAL_INV | op::FETCH_AND_ADD | op::COMP_AND_SWAP
+    ) && ord > 0
+        && tx.orq.len() >= ord
+    {
+        return Ok(Took::Stop(Ran::Idle));
+    }
+    let inline = if sqe.flags & wqe::INLINE != 0 {
+        qp.sq()
+            .mem
+            .read::<[u8; MAX_INLINE]>(off.saturating_add(SQE_INLINE))
+    } else {
+        None
+    };
+    let imm = if sqe.opcode == op::WRITE_WITH_IMM {
+        qp.sq().mem.read::<[u8; 4]>(off.saturating_add(SQE_IMM))
+    } else {
+        None
+    };
+    // The slot is the user's again once we hold a copy (the C siw releases at activation).
+    flags.store(0, Ordering::Release);
+    st.sq_taken();
+    let signalled = sqe.flags & wqe::SIGNALLED != 0 || qp.sig_all();
+    if qp.is_kernel() && matches!(sqe.opcode, op::REG_MR | op::INVAL_STAG) {
+        // A local operation: done here, in order, nothing on the wire.
+        let status = local_op(qp, &sqe);
+        if signalled || status != OK {
+            let c = sq_completion(st, sqe.id, sqe.opcode, status, 0);
+            let _ = st.complete(true, &c);
+        }
+        if status != OK {
+            return Err(TxStop::Failed);
+        }
+        return Ok(Took::Again);
+    }
+    match activate(qp, st, &sqe, inline, imm, mul, signalled) {
+        Ok(()) => Ok(Took::Work),
+        Err(status) => {
+            // A bad element completes with an error, and the QP goes to ERROR.
+            let c = sq_completion(st, sqe.id, sqe.opcode, status, 0);
+            let _ = st.complete(true, &c);
+            Err(TxStop::Failed)
+        }
+    }
+}
+
+/// The MULPDU of the next message: the payload an FPDU may carry, from the TCP segment
+/// size (or, with GSO_EXP agreed or over SCTP, the largest FPDU we build).
+fn fpdu_mul(params: &LinkParams, marked: bool, sock: &Socket) -> u16 {
+    let limit = match crate::module_parameters::max_fpdu.value() {
+        0 => MAX_FPDU,
+        n => n.clamp(256, MAX_FPDU),
+    };
+    // With GSO_EXP agreed an FPDU may span TCP segments: as long as the limit allows.
+    let mss = if params.gso || params.sctp.is_some() {
+        limit
+    } else {
+        sock.mss().clamp(256, limit)
+    };
+    if let Some(max) = params.sctp {
+        max
+    } else if marked {
+        mulpdu(mss.min(MARKED_FPDU), true)
+    } else {
+        mulpdu(mss, false)
     }
 }
 
@@ -843,7 +915,7 @@ fn payload<'a>(
         Source::Sges { parts, splice, .. } => {
             let mut skip = off;
             let mut left = len;
-            for (mr, base, plen) in parts.iter().flatten() {
+            for (mr, base, plen) in parts.iter() {
                 if left == 0 {
                     break;
                 }
@@ -1054,15 +1126,14 @@ fn activate(
             };
             *splice = false;
             *remote = false;
+            // The first `nsge` slots; on error they are cleared again (`Pieces::clear`).
+            parts.n = nsge;
             let mut total = 0u32;
-            for (i, p) in parts.iter_mut().enumerate() {
-                let s = match sqe.sge.get(i) {
-                    Some(s) if i < nsge && s.length != 0 => s,
-                    _ => {
-                        *p = None;
-                        continue;
-                    }
-                };
+            for (p, s) in parts.slot.iter_mut().zip(sqe.sge.iter()).take(nsge) {
+                if s.length == 0 {
+                    *p = None;
+                    continue;
+                }
                 let mr = qp.tables().mr(s.lkey).ok_or(wc::LOC_PROT_ERR)?;
                 let off = mr
                     .check(qp.pd(), s.laddr, s.length, LOCAL_READ)
