@@ -389,8 +389,13 @@ impl KernelPages {
 ///
 /// Not all is mended: the received bytes come down to here as a `&[u8]`, which Rust takes
 /// to stay unchanged while it lives, and in that case the copy changes them. `copy` makes
-/// the copy itself right; only carrying received data as raw pointers (like [`IoVec`])
-/// from the socket's read actor down to placement would leave no such reference.
+/// the copy itself right. Nor is that case the only one: any skb fragment may be a page
+/// someone else can write meanwhile (a Read Response spliced from a user's region, a C
+/// siw peer's spliced Writes, a local process splicing its own pages, `vmsplice` then
+/// `splice`, into a loopback TCP socket). Bounds-checked parsing keeps that memory-safe
+/// in practice, but only carrying received data as raw pointers (like [`IoVec`]) from the
+/// socket's read actor down to placement, the protocol core reading it through copies
+/// and a CRC over raw memory, would leave no such reference.
 ///
 /// # Safety
 ///
