@@ -137,12 +137,12 @@ struct Pieces {
 impl Pieces {
     /// The pieces in use, in order.
     fn iter(&self) -> impl Iterator<Item = &(Arc<MrCore>, usize, u32)> {
-        self.slot.get(..self.n).unwrap_or(&[]).iter().flatten()
+        self.slot.iter().take(self.n).flatten()
     }
 
     /// Lets go of the regions: no slot is in use afterwards.
     fn clear(&mut self) {
-        for p in self.slot.get_mut(..self.n).unwrap_or(&mut []) {
+        for p in self.slot.iter_mut().take(self.n) {
             *p = None;
         }
         self.n = 0;
@@ -286,6 +286,24 @@ impl Fpdu {
         self.total = 0;
         self.last = last;
         self.staged = false;
+    }
+
+    /// Ends the FPDU started: its trailer, `pad` octets and the CRC (none over SCTP), and
+    /// its length. `crc`, when the CRC is on, has taken the header and payload; the pad is
+    /// added here.
+    fn seal(&mut self, pad: usize, sctp: bool, crc: Option<KernelCrc>) {
+        let (t, tl) = if sctp {
+            ([0; 7], 0)
+        } else {
+            let value = crc.map_or(0, |mut c| {
+                c.update([0u8; 4].get(..pad).unwrap_or(&[]));
+                c.value()
+            });
+            trailer(pad, value)
+        };
+        self.trailer = t;
+        self.tr_len = tl;
+        self.total = self.hdr_len + self.pay_len as usize + tl;
     }
 }
 
@@ -597,23 +615,15 @@ fn frame(tx: &mut TxState, crc: bool, sctp: bool) -> Result<bool, TxStop> {
         f.queued = true;
         return Ok(true);
     }
-    let mut c = KernelCrc::new();
-    if crc {
+    let mut c = crc.then(KernelCrc::new);
+    if let Some(c) = c.as_mut() {
         c.update(f.hdr.get(..f.hdr_len).unwrap_or(&[]));
         payload(&a.src, f.pay_off, f.pay_len, &mut |v| {
-            c = KernelCrc::from_state(v.crc32c(c.state()));
+            *c = KernelCrc::from_state(v.crc32c(c.state()));
             Ok(())
         })?;
-        c.update(&[0u8; 4][..seg.pad]);
     }
-    let (t, tl) = if sctp {
-        ([0; 7], 0)
-    } else {
-        trailer(seg.pad, if crc { c.value() } else { 0 })
-    };
-    f.trailer = t;
-    f.tr_len = tl;
-    f.total = f.hdr_len + f.pay_len as usize + tl;
+    f.seal(seg.pad, sctp, c);
     f.queued = true;
     Ok(true)
 }
@@ -643,28 +653,22 @@ fn take_work(
     let tx = &mut link.tx;
     if let Some((err, raw, n)) = tx.term.take() {
         let mul = fpdu_mul(&link.params, tx.marked.is_some(), sock);
-        let mut buf = [0u8; HDR_BUF];
-        let len = build_terminate(&mut buf, 1, err, raw.get(..n)).map_err(|_| TxStop::Failed)?;
-        // The Terminate is sent as a one-FPDU message through the segmenter's framing
-        // rules: copy the prebuilt header and frame it here.
+        // The Terminate is a one-FPDU message, its header built straight into the FPDU
+        // (no FPDU is queued while work is taken) and framed here.
+        let f = &mut tx.fpdu;
+        let len = build_terminate(&mut f.hdr, 1, err, raw.get(..n)).map_err(|_| TxStop::Failed)?;
         let hdr_len = len.min(HDR_BUF);
-        let mut hdr = [0u8; HDR_BUF];
-        if let (Some(d), Some(s)) = (hdr.get_mut(..hdr_len), buf.get(..hdr_len)) {
-            d.copy_from_slice(s);
-        }
         let ulpdu = u16::try_from(hdr_len.saturating_sub(2)).unwrap_or(0);
-        if let Some(l) = hdr.get_mut(..2) {
+        if let Some(l) = f.hdr.get_mut(..2) {
             l.copy_from_slice(&ulpdu.to_be_bytes());
         }
-        let pad = (4 - ((hdr_len) & 3)) & 3;
-        let mut c = KernelCrc::new();
-        c.update(hdr.get(..hdr_len).unwrap_or(&[]));
-        c.update(&[0u8; 4][..pad]);
-        let (t, tl) = if link.params.sctp.is_some() {
-            ([0; 7], 0)
-        } else {
-            trailer(pad, if link.params.crc { c.value() } else { 0 })
-        };
+        f.start(hdr_len, 0, 0, true);
+        let crc = link.params.crc.then(|| {
+            let mut c = KernelCrc::new();
+            c.update(f.hdr.get(..hdr_len).unwrap_or(&[]));
+            c
+        });
+        f.seal((4 - (hdr_len & 3)) & 3, link.params.sctp.is_some(), crc);
         let active = Active::header_only(
             Message {
                 opcode: Opcode::Send,
@@ -684,11 +688,6 @@ fn take_work(
             ..active
         };
         let f = &mut tx.fpdu;
-        f.hdr = hdr;
-        f.start(hdr_len, 0, 0, true);
-        f.trailer = t;
-        f.tr_len = tl;
-        f.total = hdr_len + tl;
         if let Some(m) = tx.marked.as_mut() {
             m.stage(f, &Source::None, link.params.crc)?;
         }
@@ -811,7 +810,6 @@ fn take_work(
         return Ok(Took::Stop(Ran::Idle));
     };
     let ord = usize::from(link.params.ord);
-    let mul = fpdu_mul(&link.params, link.tx.marked.is_some(), sock);
     let tx = &mut link.tx;
     // A fenced element waits for our Reads (and Atomics) to complete; a Read or an
     // Atomic waits for room in the ORQ (the peer's IRD, which RFC 7306 section 5.2
@@ -827,6 +825,7 @@ fn take_work(
     {
         return Ok(Took::Stop(Ran::Idle));
     }
+    let mul = fpdu_mul(&link.params, tx.marked.is_some(), sock);
     let inline = if sqe.flags & wqe::INLINE != 0 {
         qp.sq()
             .mem
