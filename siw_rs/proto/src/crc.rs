@@ -36,6 +36,20 @@ pub trait Crc32c {
     fn value(&self) -> u32;
 }
 
+/// A [`Crc32c`] that runs over received octets of kind `B` (a [`super::rx::Input`]) where
+/// they lie: the kernel's runs over an skb's pages without making a `&[u8]` of them. Every
+/// [`Crc32c`] runs over a `&[u8]`.
+pub trait CrcOf<B>: Crc32c {
+    /// Feeds `data`.
+    fn update_from(&mut self, data: B);
+}
+
+impl<'a, C: Crc32c> CrcOf<&'a [u8]> for C {
+    fn update_from(&mut self, data: &'a [u8]) {
+        self.update(data);
+    }
+}
+
 /// The reflected CRC32C polynomial (Castagnoli), RFC 3720 section 12.1.
 pub const POLY: u32 = 0x82F6_3B78;
 

@@ -26,6 +26,7 @@
 //! of each are the value.
 
 use super::error::{BufferTooSmall, TermError};
+use super::rx::Input;
 use super::wire::{Reader, Writer};
 
 /// The key of a request frame (RFC 5044 section 7.1.1).
@@ -514,25 +515,33 @@ impl MpaReader {
     /// whether the frame is complete. The key and PD_Length are checked as soon as the
     /// 20-byte header is in.
     pub fn feed(&mut self, input: &[u8]) -> Result<(usize, bool), MpaError> {
-        let mut consumed = 0;
+        self.feed_from(input)
+    }
+
+    /// [`Self::feed`] for any [`Input`] (socket bytes, read once, by copying them here).
+    pub fn feed_from<B: Input>(&mut self, input: B) -> Result<(usize, bool), MpaError> {
+        let mut rest = input;
+        let mut consumed = 0usize;
         loop {
             let need = self.needed()?;
             if self.have >= need {
                 return Ok((consumed, true));
             }
-            let rest = input.get(consumed..).unwrap_or(&[]);
             if rest.is_empty() {
                 return Ok((consumed, false));
             }
-            let n = need.saturating_sub(self.have).min(rest.len());
-            let end = self.have.saturating_add(n);
-            let (src, _) = rest.split_at(n);
-            self.buf
-                .get_mut(self.have..end)
-                .ok_or(MpaError::BufferTooSmall)?
-                .copy_from_slice(src);
-            self.have = end;
+            let end = need.min(self.buf.len());
+            let n = rest.copy_to(
+                self.buf
+                    .get_mut(self.have..end)
+                    .ok_or(MpaError::BufferTooSmall)?,
+            );
+            if n == 0 {
+                return Err(MpaError::BufferTooSmall);
+            }
+            self.have = self.have.saturating_add(n);
             consumed = consumed.saturating_add(n);
+            rest = rest.split_at(n).1;
         }
     }
 

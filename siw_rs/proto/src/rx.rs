@@ -24,12 +24,19 @@
 //!   and continue at the next MO or TO; each untagged message must carry the next MSN
 //!   of its queue (starting at 1, RFC 5041 section 4.3) and start at MO 0.
 //!
+//! The input is anything that implements [`Input`]: a `&[u8]` on the host, in the kernel
+//! a piece of an skb that someone else may write meanwhile (a spliced page). The receiver
+//! reads it only by copying octets out ([`Input::copy_to`]) or running the CRC over it
+//! ([`CrcOf`]), and decides from its copies: the header it parses, the length it cuts the
+//! payload with and the CRC field it compares are all its own copies, each read once. The
+//! payload it only hands on, to be copied to where it goes.
+//!
 //! What the caller checks with QP state: STag lookup and bounds
 //! ([`super::ddp::check_tagged_bounds`]), receive buffer availability and length
 //! ([`super::ddp::check_untagged`]), Read Response against the outstanding read,
 //! Invalidate STags.
 
-use super::crc::{crc_from_wire, Crc32c};
+use super::crc::{crc_from_wire, Crc32c, CrcOf};
 use super::ddp::{Ctrl, DdpHdr, MSN_INITIAL};
 use super::error::{ParseError, TermError};
 use super::fpdu::{decode_marker, pad_len, CRC_LEN, MARKER_INTERVAL, MARKER_LEN};
@@ -53,9 +60,40 @@ pub struct RxConfig {
     pub sctp: bool,
 }
 
-/// One thing the receiver found in the stream.
+/// Received octets, as the receiver reads them: it copies them out, runs the CRC over
+/// them ([`CrcOf`]) or hands them on in [`Event::Payload`] and [`Event::Fpdu`], and never
+/// needs them to stay as they were between two reads.
+pub trait Input: Copy {
+    /// How many octets.
+    fn len(&self) -> usize;
+    /// Whether there are none.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The first `n` octets and the rest (all and none if `n` is larger).
+    #[must_use]
+    fn split_at(self, n: usize) -> (Self, Self);
+    /// Copies the first octets to `dst`, as many as fit; returns how many.
+    fn copy_to(&self, dst: &mut [u8]) -> usize;
+}
+
+impl Input for &[u8] {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+
+    fn split_at(self, n: usize) -> (Self, Self) {
+        self.split_at(n.min(<[u8]>::len(self)))
+    }
+
+    fn copy_to(&self, dst: &mut [u8]) -> usize {
+        put_at(dst, 0, self).min(dst.len())
+    }
+}
+
+/// One thing the receiver found in the stream; `B` is the [`Input`] it was fed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event<'a> {
+pub enum Event<B> {
     /// A complete, validated FPDU header, now [`Receiver::current_header`]. The payload
     /// (its `payload_len()` octets) follows as [`Event::Payload`] slices. (The header is
     /// not in the event: it is 96 octets, and in the kernel every step that carried it
@@ -66,7 +104,7 @@ pub enum Event<'a> {
     },
     /// The next payload octets of the current FPDU, markers removed. Place them at the
     /// header's offset plus the payload octets already seen.
-    Payload(&'a [u8]),
+    Payload(B),
     /// The FPDU is complete and its CRC (when enabled) is correct.
     End,
     /// A whole FPDU, found complete in one input: [`Event::Header`], one
@@ -80,18 +118,18 @@ pub enum Event<'a> {
         /// Whether this segment is the first of its message.
         first: bool,
         /// All its payload.
-        payload: &'a [u8],
+        payload: B,
     },
 }
 
 /// The result of one [`Receiver::feed`] call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step<'a> {
+pub struct Step<B> {
     /// How many input octets were consumed.
     pub consumed: usize,
     /// The event found, if any. `None` means all input was consumed without completing
     /// anything.
-    pub event: Option<Event<'a>>,
+    pub event: Option<Event<B>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,6 +172,19 @@ fn put_at(buf: &mut [u8], at: usize, src: &[u8]) -> usize {
         }
     }
     at.saturating_add(src.len())
+}
+
+/// Copies the first octets of `bytes` to `buf` from `at` on, as many as fit, and returns
+/// where the copy ended; with `crc`, adds the copied octets to it, read from the copy.
+fn copy_in<B: Input, C: Crc32c>(buf: &mut [u8], at: usize, bytes: B, crc: Option<&mut C>) -> usize {
+    let Some(dst) = buf.get_mut(at..) else {
+        return at;
+    };
+    let n = bytes.copy_to(dst);
+    if let (Some(c), Some(copied)) = (crc, dst.get(..n)) {
+        c.update(copied);
+    }
+    at.saturating_add(n)
 }
 
 /// The streaming receiver of one connection. See the module documentation.
@@ -284,13 +335,9 @@ impl<C: Crc32c> Receiver<C> {
         e
     }
 
-    fn absorb(&mut self, bytes: &[u8]) {
-        if self.cfg.crc {
-            self.crc.update(bytes);
-        }
-        self.pos = self
-            .pos
-            .wrapping_add(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+    /// Counts `n` octets taken from the stream.
+    fn advance(&mut self, n: usize) {
+        self.pos = self.pos.wrapping_add(u32::try_from(n).unwrap_or(u32::MAX));
     }
 
     /// Consumes octets from `input` until one event is found or the input ends.
@@ -298,7 +345,15 @@ impl<C: Crc32c> Receiver<C> {
     /// Call it again with the unconsumed rest (`&input[step.consumed..]`) until all
     /// input is consumed. With non-empty input and no error, every call consumes at
     /// least one octet.
-    pub fn feed<'a>(&mut self, input: &'a [u8]) -> Result<Step<'a>, TermError> {
+    pub fn feed<'a>(&mut self, input: &'a [u8]) -> Result<Step<&'a [u8]>, TermError> {
+        self.feed_from(input)
+    }
+
+    /// [`Self::feed`] for any [`Input`]: the same events, their payload a piece of `input`.
+    pub fn feed_from<B: Input>(&mut self, input: B) -> Result<Step<B>, TermError>
+    where
+        C: CrcOf<B>,
+    {
         if let State::Failed(e) = self.state {
             return Err(e);
         }
@@ -307,7 +362,8 @@ impl<C: Crc32c> Receiver<C> {
         loop {
             // SCTP: no trailer, so a segment ends with its payload, input or not.
             if self.state == State::Trailer && self.tr_need == 0 {
-                let (n, event) = self.take_trailer(&[])?;
+                let (none, _) = rest.split_at(0);
+                let (n, event) = self.take_trailer(none)?;
                 return Ok(Step {
                     consumed: consumed.saturating_add(n),
                     event,
@@ -342,14 +398,14 @@ impl<C: Crc32c> Receiver<C> {
             } else {
                 usize::MAX
             };
-            let (avail, _) = rest.split_at(limit.min(rest.len()));
+            let (avail, _) = rest.split_at(limit);
             let (n, event) = match self.state {
                 State::Header => self.take_header(avail)?,
                 State::Payload { rem } => self.take_payload(avail, rem),
                 State::Trailer => self.take_trailer(avail)?,
                 State::Failed(e) => return Err(e),
             };
-            let (_, tail) = rest.split_at(n.min(rest.len()));
+            let (_, tail) = rest.split_at(n);
             rest = tail;
             consumed = consumed.saturating_add(n);
             if event.is_some() {
@@ -366,24 +422,53 @@ impl<C: Crc32c> Receiver<C> {
     /// Takes the FPDU at the start of `input` in one step, if it lies there whole and
     /// passes every check: returns the octets it took and its [`Event::Fpdu`].
     ///
-    /// `None` leaves the receiver as it was, and the octet-by-octet path takes the FPDU:
-    /// one not all there, and one with anything wrong, which that path then reports as it
-    /// always does (the same error, after the same events). Nothing is changed before the
+    /// `None` leaves the receiver as it was (but for octets in `hdr` past `hdr_have`, which
+    /// the octet-by-octet path, next, overwrites), and that path takes the FPDU: one not
+    /// all there, and one with anything wrong, which that path then reports as it always
+    /// does (the same error, after the same events). Nothing else is changed before the
     /// last check has passed: [`Self::check_stream`] changes state only on success.
-    fn take_whole<'a>(&mut self, input: &'a [u8]) -> Option<(usize, Event<'a>)> {
-        let ulpdu = u16::from_be_bytes(*input.first_chunk::<2>()?);
+    fn take_whole<B: Input>(&mut self, input: B) -> Option<(usize, Event<B>)>
+    where
+        C: CrcOf<B>,
+    {
+        // The length and control fields, to see whether the FPDU is all here before the
+        // rest of its header is copied (a partial FPDU is the other path's, which copies it
+        // as it comes). Each octet is read once: from here on only the copy is, as the
+        // input may change meanwhile.
+        let mut prefix = [0u8; 4];
+        if input.copy_to(&mut prefix) < prefix.len() {
+            return None;
+        }
+        let [l0, l1, c0, c1] = prefix;
+        let ulpdu = u16::from_be_bytes([l0, l1]);
+        let ctrl = Ctrl(u16::from_be_bytes([c0, c1]));
+        let hlen = check_prefix(ulpdu, ctrl, self.cfg.header)
+            .ok()?
+            .header_len();
         let pad = pad_len(ulpdu);
         let body = usize::from(ulpdu).saturating_add(MPA_LEN_FIELD);
         let covered = body.saturating_add(pad);
         let total = covered.saturating_add(CRC_LEN);
-        let fpdu = input.get(..total)?;
-        let (header, hlen) = FpduHeader::parse(fpdu, self.cfg.header).ok()?;
-        // `check_prefix`, inside `parse`, made sure the header fits the ULPDU.
-        let payload = fpdu.get(hlen..body)?;
-        let raw = fpdu.get(..hlen)?;
+        if input.len() < total {
+            return None;
+        }
+        let (fpdu, _) = input.split_at(total);
+        // `check_prefix` made sure the header fits the ULPDU.
+        let (hdr, after_hdr) = fpdu.split_at(hlen);
+        let (_, more) = hdr.split_at(prefix.len());
+        let copied = copy_in::<_, C>(&mut self.hdr, 0, prefix.as_slice(), None);
+        let copied = copy_in::<_, C>(&mut self.hdr, copied, more, None);
+        let (header, _) = FpduHeader::parse(self.hdr.get(..copied)?, self.cfg.header).ok()?;
+        let (payload, tail) = after_hdr.split_at(body.checked_sub(hlen)?);
         if self.cfg.crc {
-            let field = *fpdu.get(covered..)?.first_chunk::<4>()?;
-            self.crc.update(fpdu.get(..covered)?);
+            let (pad_bytes, field_bytes) = tail.split_at(pad);
+            let mut field = [0u8; CRC_LEN];
+            if field_bytes.copy_to(&mut field) < CRC_LEN {
+                return None;
+            }
+            self.crc.update(self.hdr.get(..hlen)?);
+            self.crc.update_from(payload);
+            self.crc.update_from(pad_bytes);
             let ok = crc_from_wire(field) == self.crc.value();
             self.crc.reset();
             if !ok {
@@ -393,7 +478,7 @@ impl<C: Crc32c> Receiver<C> {
         let first = self.check_stream(&header).ok()?;
         // From here on nothing fails: the state is that of the same FPDU taken octet by
         // octet, at its End event.
-        self.hdr_have = put_at(&mut self.hdr, 0, raw);
+        self.hdr_have = hlen;
         self.hdr_need = hlen;
         self.hdr_stale = true;
         self.fpdu_start = self.pos;
@@ -401,21 +486,24 @@ impl<C: Crc32c> Receiver<C> {
         self.pad = pad;
         self.tr_have = 0;
         self.tr_need = pad.saturating_add(CRC_LEN);
-        self.pos = self
-            .pos
-            .wrapping_add(u32::try_from(total).unwrap_or(u32::MAX));
+        self.advance(total);
         Some((total, Event::Fpdu { first, payload }))
     }
 
-    fn take_marker(&mut self, rest: &[u8]) -> usize {
+    fn take_marker<B: Input>(&mut self, rest: B) -> usize {
         if self.marker_have == 0 {
             self.marker_at = self.pos;
         }
-        let want = MARKER_LEN.saturating_sub(self.marker_have);
-        let n = want.min(rest.len());
-        let (bytes, _) = rest.split_at(n);
-        self.marker_have = put_at(&mut self.marker, self.marker_have, bytes);
-        self.absorb(bytes);
+        let (bytes, _) = rest.split_at(MARKER_LEN.saturating_sub(self.marker_have));
+        let at = self.marker_have;
+        self.marker_have = copy_in(
+            &mut self.marker,
+            at,
+            bytes,
+            self.cfg.crc.then_some(&mut self.crc),
+        );
+        let n = self.marker_have.saturating_sub(at);
+        self.advance(n);
         if self.marker_have >= MARKER_LEN {
             self.marker_have = 0;
             let ptr = u32::from(decode_marker(self.marker));
@@ -431,10 +519,7 @@ impl<C: Crc32c> Receiver<C> {
         n
     }
 
-    fn take_header<'a>(
-        &mut self,
-        avail: &'a [u8],
-    ) -> Result<(usize, Option<Event<'a>>), TermError> {
+    fn take_header<B: Input>(&mut self, avail: B) -> Result<(usize, Option<Event<B>>), TermError> {
         if self.hdr_stale || !self.fpdu_open {
             self.hdr_stale = false;
             self.hdr_have = 0;
@@ -445,11 +530,16 @@ impl<C: Crc32c> Receiver<C> {
             self.fpdu_start = self.pos;
             self.fpdu_open = true;
         }
-        let want = self.hdr_need.saturating_sub(self.hdr_have);
-        let n = want.min(avail.len());
-        let (bytes, _) = avail.split_at(n);
-        self.hdr_have = put_at(&mut self.hdr, self.hdr_have, bytes);
-        self.absorb(bytes);
+        let (bytes, _) = avail.split_at(self.hdr_need.saturating_sub(self.hdr_have));
+        let at = self.hdr_have;
+        self.hdr_have = copy_in(
+            &mut self.hdr,
+            at,
+            bytes,
+            self.cfg.crc.then_some(&mut self.crc),
+        );
+        let n = self.hdr_have.saturating_sub(at);
+        self.advance(n);
         if self.hdr_have < self.hdr_need {
             return Ok((n, None));
         }
@@ -520,30 +610,34 @@ impl<C: Crc32c> Receiver<C> {
         }
     }
 
-    fn take_payload<'a>(&mut self, avail: &'a [u8], rem: u32) -> (usize, Option<Event<'a>>) {
-        let n = usize::try_from(rem).unwrap_or(usize::MAX).min(avail.len());
-        let (bytes, _) = avail.split_at(n);
-        self.absorb(bytes);
+    fn take_payload<B: Input>(&mut self, avail: B, rem: u32) -> (usize, Option<Event<B>>)
+    where
+        C: CrcOf<B>,
+    {
+        let (bytes, _) = avail.split_at(usize::try_from(rem).unwrap_or(usize::MAX));
+        let n = bytes.len();
+        if self.cfg.crc {
+            self.crc.update_from(bytes);
+        }
+        self.advance(n);
         let left = rem.saturating_sub(u32::try_from(n).unwrap_or(u32::MAX));
         self.enter_payload(left);
         (n, Some(Event::Payload(bytes)))
     }
 
-    fn take_trailer<'a>(
-        &mut self,
-        avail: &'a [u8],
-    ) -> Result<(usize, Option<Event<'a>>), TermError> {
-        let want = self.tr_need.saturating_sub(self.tr_have);
-        let n = want.min(avail.len());
-        let (bytes, _) = avail.split_at(n);
-        // The pad is covered by the CRC, the CRC field is not.
-        let pad_left = self.pad.saturating_sub(self.tr_have).min(n);
-        let (pad_bytes, _) = bytes.split_at(pad_left);
+    fn take_trailer<B: Input>(&mut self, avail: B) -> Result<(usize, Option<Event<B>>), TermError> {
+        let (bytes, _) = avail.split_at(self.tr_need.saturating_sub(self.tr_have));
+        let at = self.tr_have;
+        self.tr_have = copy_in::<_, C>(&mut self.trailer, at, bytes, None);
+        let n = self.tr_have.saturating_sub(at);
+        // The pad is covered by the CRC, the CRC field is not; both are read from the copy.
         if self.cfg.crc {
-            self.crc.update(pad_bytes);
+            let pad_end = self.pad.min(self.tr_have);
+            if let Some(pad_bytes) = self.trailer.get(at.min(pad_end)..pad_end) {
+                self.crc.update(pad_bytes);
+            }
         }
-        self.tr_have = put_at(&mut self.trailer, self.tr_have, bytes);
-        self.pos = self.pos.wrapping_add(u32::try_from(n).unwrap_or(u32::MAX));
+        self.advance(n);
         if self.tr_have < self.tr_need {
             return Ok((n, None));
         }

@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{run, run_split, Ev, Tx};
+use common::{run, run_split, run_split_tracked, Ev, Reads, Tx};
 use proptest::prelude::*;
 use siw_proto::crc::{crc32c, crc32c_update, Crc32c, SoftCrc32c};
 use siw_proto::ddp::{DdpHdr, TaggedHdr, UntaggedHdr};
@@ -237,6 +237,26 @@ fn build_stream(
     (tx.out, sent)
 }
 
+/// The payload is never copied by the receiver; with the CRC on, the CRC runs over each
+/// payload octet once where it lies, and over no other octet more than once.
+fn check_reads(reads: &Reads, crc: bool) -> Result<(), TestCaseError> {
+    for (i, &payload) in reads.payload.iter().enumerate() {
+        prop_assert!(
+            !payload || reads.copies[i] == 0,
+            "payload octet {} copied",
+            i
+        );
+        let want = if payload && crc { 1 } else { 0 };
+        prop_assert!(
+            reads.crc[i] == want || (!payload && crc && reads.crc[i] == 1),
+            "octet {} under the CRC {} times",
+            i,
+            reads.crc[i]
+        );
+    }
+    Ok(())
+}
+
 fn reassemble(evs: &[Ev]) -> Vec<(Opcode, Vec<u8>)> {
     let mut out: Vec<(Opcode, Vec<u8>)> = Vec::new();
     let mut open: Option<usize> = None;
@@ -395,6 +415,62 @@ proptest! {
         let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(s.len() + 1)).collect();
         cuts.sort_unstable();
         prop_assert_eq!(run_split(rx, &s, &cuts), whole);
+    }
+
+    /// Fed as the kernel feeds it (pieces read only by copying or by the CRC), a valid
+    /// stream gives the same events. The payload is never copied by the receiver, the CRC
+    /// runs over each octet where it lies at most once, and no octet is copied twice but
+    /// the four of an FPDU's first header word when the FPDU is cut (the one-step path
+    /// looks at them, finds the FPDU partial and leaves it to the other).
+    #[test]
+    fn read_once_input_gives_the_same_events(
+        msgs in arb_msgs(),
+        mulpdu_emss in 200u32..2000,
+        crc in any::<bool>(),
+        markers in any::<bool>(),
+        cuts in proptest::collection::vec(any::<proptest::sample::Index>(), 0..12),
+    ) {
+        let mul = mulpdu(mulpdu_emss, markers);
+        let (s, _) = build_stream(&msgs, mul, crc, markers);
+        let rx = RxConfig { crc, markers, header: HeaderOptions::default(), sctp: false };
+        let whole = run(rx, &s);
+        let (evs, reads) = run_split_tracked(rx, &s, &[], false);
+        prop_assert_eq!(&evs, &whole);
+        prop_assert!(reads.copies.iter().all(|&c| c <= 1), "copied twice: {:?}", reads.copies);
+        check_reads(&reads, crc)?;
+        let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(s.len() + 1)).collect();
+        cuts.sort_unstable();
+        let (evs, reads) = run_split_tracked(rx, &s, &cuts, false);
+        prop_assert_eq!(&evs, &whole);
+        prop_assert!(reads.copies.iter().all(|&c| c <= 2));
+        check_reads(&reads, crc)?;
+        // Memory that changes once read: whole, nothing is read twice, so nothing changes.
+        let (evs, _) = run_split_tracked(rx, &s, &[], true);
+        prop_assert_eq!(&evs, &whole);
+    }
+
+    /// Memory that changes under the receiver (an octet read again reads differently):
+    /// whatever it reads, what it reports holds together. No panic; a payload is never
+    /// longer than its header says, and an FPDU ends with as much as it announced (the
+    /// checks inside `run_chunks_tracked`).
+    #[test]
+    fn changing_input_keeps_the_events_consistent(
+        msgs in arb_msgs(),
+        crc in any::<bool>(),
+        markers in any::<bool>(),
+        at in any::<proptest::sample::Index>(),
+        flip in 0u8..=255,
+        cuts in proptest::collection::vec(any::<proptest::sample::Index>(), 0..12),
+    ) {
+        let (mut s, _) = build_stream(&msgs, 700, crc, markers);
+        let i = at.index(s.len());
+        s[i] ^= flip;
+        let rx = RxConfig { crc, markers, header: HeaderOptions::default(), sctp: false };
+        let mut cuts: Vec<usize> = cuts.iter().map(|i| i.index(s.len() + 1)).collect();
+        cuts.sort_unstable();
+        let _ = run_split_tracked(rx, &s, &cuts, true);
+        let octets: Vec<usize> = (1..s.len()).collect();
+        let _ = run_split_tracked(rx, &s, &octets, true);
     }
 
     /// Bad input too: whether an FPDU comes whole in one input (one step) or in pieces, the

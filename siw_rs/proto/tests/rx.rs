@@ -187,7 +187,7 @@ fn a_whole_fpdu_in_one_input_is_one_event() {
             28,
             Some(Event::Fpdu {
                 first: true,
-                payload: &[1, 2, 3, 4]
+                payload: &[1, 2, 3, 4][..]
             })
         )
     );
@@ -204,7 +204,7 @@ fn a_whole_fpdu_in_one_input_is_one_event() {
             24,
             Some(Event::Fpdu {
                 first: true,
-                payload: &[]
+                payload: &[][..]
             })
         )
     );
@@ -230,7 +230,7 @@ fn a_whole_fpdu_with_a_bad_crc_is_streamed_and_fails_at_its_end() {
     assert_eq!(st.consumed, 20);
     assert!(matches!(st.event, Some(Event::Header { first: true })));
     let st = rx.feed(&s[20..]).unwrap();
-    assert_eq!(st.event, Some(Event::Payload(&[1, 2, 3, 4])));
+    assert_eq!(st.event, Some(Event::Payload(&[1, 2, 3, 4][..])));
     assert_eq!(rx.feed(&s[24..]), Err(TermError::LlpCrc));
     assert_eq!(rx.raw_header(), &s[..20]);
 }
@@ -253,10 +253,16 @@ fn one_feed_call_returns_one_event_and_consumes_input() {
     assert_eq!(rx.raw_header(), &s[..20]);
     assert_eq!(rx.payload_received(), 0);
     let st = rx.feed(&s[20..22]).unwrap();
-    assert_eq!((st.consumed, st.event), (2, Some(Event::Payload(&[1, 2]))));
+    assert_eq!(
+        (st.consumed, st.event),
+        (2, Some(Event::Payload(&[1, 2][..])))
+    );
     assert_eq!(rx.payload_received(), 2);
     let st = rx.feed(&s[22..]).unwrap();
-    assert_eq!((st.consumed, st.event), (2, Some(Event::Payload(&[3, 4]))));
+    assert_eq!(
+        (st.consumed, st.event),
+        (2, Some(Event::Payload(&[3, 4][..])))
+    );
     assert_eq!(rx.payload_received(), 4);
     let st = rx.feed(&s[24..]).unwrap();
     assert_eq!((st.consumed, st.event), (4, Some(Event::End)));

@@ -4,11 +4,13 @@
 //! chunks and collect owned events, and build streams of whole messages.
 #![allow(dead_code, unreachable_pub)]
 
-use siw_proto::crc::{Crc32c, SoftCrc32c};
+use std::cell::RefCell;
+
+use siw_proto::crc::{Crc32c, CrcOf, SoftCrc32c};
 use siw_proto::error::TermError;
 use siw_proto::fpdu::{write_fpdu, MarkerTx};
 use siw_proto::rdmap::FpduHeader;
-use siw_proto::rx::{Event, Receiver, RxConfig};
+use siw_proto::rx::{Event, Input, Receiver, RxConfig};
 use siw_proto::segment::{Message, Segmenter};
 
 /// An owned receiver event; payload slices of one FPDU are merged.
@@ -88,6 +90,177 @@ pub fn run_split(cfg: RxConfig, stream: &[u8], cuts: &[usize]) -> (Vec<Ev>, Opti
     }
     chunks.push(&stream[prev..]);
     run_chunks(cfg, &chunks)
+}
+
+/// How often the receiver read each octet of a stream fed as [`Tracked`] pieces.
+#[derive(Clone, Debug, Default)]
+pub struct Reads {
+    /// Per stream octet: how often it was copied out ([`Input::copy_to`]).
+    pub copies: Vec<u32>,
+    /// Per stream octet: how often the CRC ran over it where it lies ([`CrcOf`]).
+    pub crc: Vec<u32>,
+    /// Per stream octet: whether it was handed out as payload.
+    pub payload: Vec<bool>,
+    /// Copies see each octet changed by the number of copies before (memory that someone
+    /// writes meanwhile): only the first read of an octet sees what was sent.
+    pub changing: bool,
+}
+
+/// Received octets as the kernel's pieces of an skb are to the receiver: read only through
+/// [`Input`] (and [`CrcOf`]), every read counted in `reads`, by stream position.
+#[derive(Clone, Copy)]
+pub struct Tracked<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    reads: &'a RefCell<Reads>,
+}
+
+impl<'a> Tracked<'a> {
+    /// The octets, unseen by the counts (for the test's own comparisons).
+    pub fn peek(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+impl Input for Tracked<'_> {
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    fn split_at(self, n: usize) -> (Self, Self) {
+        let (a, b) = self.bytes.split_at(n.min(self.bytes.len()));
+        (
+            Self { bytes: a, ..self },
+            Self {
+                bytes: b,
+                at: self.at + a.len(),
+                ..self
+            },
+        )
+    }
+
+    fn copy_to(&self, dst: &mut [u8]) -> usize {
+        let n = self.bytes.len().min(dst.len());
+        let mut r = self.reads.borrow_mut();
+        for (i, (d, s)) in dst.iter_mut().zip(self.bytes).enumerate() {
+            let seen = &mut r.copies[self.at + i];
+            *d = *s ^ (*seen as u8).wrapping_mul(0x5b);
+            *seen += 1;
+        }
+        if !r.changing {
+            dst[..n].copy_from_slice(&self.bytes[..n]);
+        }
+        n
+    }
+}
+
+impl<'a> CrcOf<Tracked<'a>> for SoftCrc32c {
+    fn update_from(&mut self, data: Tracked<'a>) {
+        for c in &mut data.reads.borrow_mut().crc[data.at..data.at + data.bytes.len()] {
+            *c += 1;
+        }
+        self.update(data.bytes);
+    }
+}
+
+/// [`run_chunks`] with the chunks fed as [`Tracked`] pieces: the events, the error and how
+/// each octet was read. With `changing`, an octet read again reads differently.
+pub fn run_chunks_tracked(
+    cfg: RxConfig,
+    chunks: &[&[u8]],
+    changing: bool,
+) -> ((Vec<Ev>, Option<TermError>), Reads) {
+    let total: usize = chunks.iter().map(|c| c.len()).sum();
+    let reads = RefCell::new(Reads {
+        copies: vec![0; total],
+        crc: vec![0; total],
+        payload: vec![false; total],
+        changing,
+    });
+    let mut rx = Receiver::new(cfg, SoftCrc32c::new());
+    let mut evs = Vec::new();
+    let mut at = 0usize;
+    let mut open: Option<usize> = None;
+    let mark = |p: &Tracked<'_>| {
+        let mut r = reads.borrow_mut();
+        for o in &mut r.payload[p.at..p.at + p.bytes.len()] {
+            *o = true;
+        }
+    };
+    let mut err = None;
+    'chunks: for chunk in chunks {
+        let mut rest = Tracked {
+            bytes: chunk,
+            at,
+            reads: &reads,
+        };
+        at += chunk.len();
+        while !rest.is_empty() {
+            match rx.feed_from(rest) {
+                Ok(step) => {
+                    assert!(step.consumed > 0 && step.consumed <= rest.len());
+                    rest = rest.split_at(step.consumed).1;
+                    let payload_len = rx.current_header().map(|h| h.payload_len());
+                    match step.event {
+                        Some(Event::Header { first }) => {
+                            let header = *rx.current_header().expect("header event");
+                            evs.push(Ev::Header(header, first));
+                            open = Some(0);
+                        }
+                        Some(Event::Payload(p)) => {
+                            mark(&p);
+                            // Never more than the header announced, whatever was read.
+                            let got = open.as_mut().expect("payload after a header");
+                            *got += p.len();
+                            assert!(Some(*got) <= payload_len);
+                            match evs.last_mut() {
+                                Some(Ev::Payload(v)) => v.extend_from_slice(p.peek()),
+                                _ => evs.push(Ev::Payload(p.peek().to_vec())),
+                            }
+                        }
+                        Some(Event::End) => {
+                            assert_eq!(open.take().unwrap_or(0), payload_len.unwrap_or(0));
+                            evs.push(Ev::End);
+                        }
+                        Some(Event::Fpdu { first, payload }) => {
+                            mark(&payload);
+                            let header = *rx.current_header().expect("fpdu event");
+                            assert_eq!(payload.len(), header.payload_len());
+                            evs.push(Ev::Header(header, first));
+                            if !payload.is_empty() {
+                                evs.push(Ev::Payload(payload.peek().to_vec()));
+                            }
+                            evs.push(Ev::End);
+                        }
+                        None => assert!(rest.is_empty()),
+                    }
+                }
+                Err(e) => {
+                    err = Some(e);
+                    break 'chunks;
+                }
+            }
+        }
+    }
+    ((evs, err), reads.into_inner())
+}
+
+/// [`run_split`] with [`Tracked`] pieces.
+pub fn run_split_tracked(
+    cfg: RxConfig,
+    stream: &[u8],
+    cuts: &[usize],
+    changing: bool,
+) -> ((Vec<Ev>, Option<TermError>), Reads) {
+    let mut chunks = Vec::new();
+    let mut prev = 0;
+    for &c in cuts {
+        let c = c.clamp(prev, stream.len());
+        chunks.push(&stream[prev..c]);
+        prev = c;
+    }
+    chunks.push(&stream[prev..]);
+    run_chunks_tracked(cfg, &chunks, changing)
 }
 
 /// Transmit-side framing state for building test streams.
