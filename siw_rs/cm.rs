@@ -654,7 +654,7 @@ impl Ep {
         let closed_before = sock.alive().is_err();
         let mut done = false;
         let mut bad = false;
-        let r = sock.read(&mut |buf| match mpa.feed(buf) {
+        let r = sock.read(&mut |buf| match mpa.feed_from(buf) {
             Ok((n, complete)) => {
                 done = complete;
                 n

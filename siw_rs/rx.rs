@@ -2,6 +2,8 @@
 
 //! The receive engine: bytes from TCP through the protocol core's streaming [`Receiver`]
 //! into registered memory, with one copy (from the socket buffer to the target pages).
+//! The socket's bytes are [`IoVec`]s, never `&[u8]`s: a page an skb references may change
+//! meanwhile (see `IoVec`), so they are read only by copying them and by the CRC.
 //!
 //! Every inbound placement is checked first: the STag must name a region of the QP's PD
 //! with the access right the operation needs, and the range must lie inside the region. A
@@ -15,7 +17,7 @@
 use crate::{
     cq::Completion,
     glue::{
-        iov::KernelCrc,
+        iov::{IoVec, KernelCrc},
         rdma::{mmap::SharedMem, verbs::AccessFlags},
         siw_abi::{op, wc, wqe, RQE_SIZE},
     },
@@ -174,7 +176,7 @@ fn read_err(e: AccessError) -> TermError {
 /// and why receiving must stop, if it must.
 ///
 /// Once it has stopped, nothing more is consumed, by this pass or a later one.
-pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
+pub(crate) fn feed(qp: &QpCore, st: &mut QpState, buf: IoVec<'_>) -> (usize, Option<RxStop>) {
     let (n, stop) = feed_until_stop(qp, st, buf);
     if let Some(link) = st.link_mut() {
         link.rx.bytes = link.rx.bytes.wrapping_add(n as u64);
@@ -198,7 +200,7 @@ pub(crate) fn feed_message(qp: &QpCore, st: &mut QpState, msg: &[u8]) -> Option<
         link.rx.stopped = true;
         return Some(RxStop::Term(e));
     }
-    let (n, stop) = feed(qp, st, msg);
+    let (n, stop) = feed(qp, st, IoVec::new(msg));
     if stop.is_none() && n != msg.len() {
         // A whole message makes a whole segment: anything else is our own bug.
         if let Some(link) = st.link_mut() {
@@ -209,7 +211,7 @@ pub(crate) fn feed_message(qp: &QpCore, st: &mut QpState, msg: &[u8]) -> Option<
     stop
 }
 
-fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<RxStop>) {
+fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: IoVec<'_>) -> (usize, Option<RxStop>) {
     let mut pos = 0usize;
     loop {
         let Some(link) = st.link_mut() else {
@@ -222,8 +224,8 @@ fn feed_until_stop(qp: &QpCore, st: &mut QpState, buf: &[u8]) -> (usize, Option<
         if pos >= buf.len() && !link.rx.recv.end_due() {
             break;
         }
-        let rest = buf.get(pos..).unwrap_or(&[]);
-        let step = match link.rx.recv.feed(rest) {
+        let rest = buf.skip(pos);
+        let step = match link.rx.recv.feed_from(rest) {
             Ok(s) => s,
             Err(e) => {
                 if e == TermError::LlpCrc {
@@ -354,7 +356,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
 }
 
 /// Places `p`, the payload octets of the current FPDU from `before` on.
-fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8], before: usize) -> Result<(), RxStop> {
+fn on_payload(qp: &QpCore, st: &mut QpState, p: IoVec<'_>, before: usize) -> Result<(), RxStop> {
     let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
     if let Some((mr, off)) = &link.rx.tagged {
         // Invalidated or deregistered while this FPDU was coming in: not another byte.
@@ -384,7 +386,7 @@ fn on_payload(qp: &QpCore, st: &mut QpState, p: &[u8], before: usize) -> Result<
 }
 
 /// Places `p` at message offset `at` of the receive buffer `s`.
-fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: &[u8]) -> Result<(), RxStop> {
+fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: IoVec<'_>) -> Result<(), RxStop> {
     let mut skip = at;
     let mut data = p;
     for sge in s.sges.iter().take(s.nsge) {
@@ -517,7 +519,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 .and_then(|mr| {
                     let off = mr.check(qp.pd(), o.sink_to, ATOMIC_LEN, LOCAL_WRITE)?;
                     mr.pages
-                        .write(off, &resp.orig.to_ne_bytes())
+                        .write(off, IoVec::new(&resp.orig.to_ne_bytes()))
                         .map_err(|_| AccessError::Bounds)
                 });
             let status = if placed.is_ok() {

@@ -21,7 +21,6 @@ use crate::{
     },
     mr::{self, FastRegError, MrCore, LOCAL_READ, LOCAL_WRITE},
     proto::{
-        crc::Crc32c,
         ddp::{QN_ATOMIC_RESPONSE, QN_READ_REQUEST, QN_SEND},
         error::TermError,
         fpdu::{mulpdu, trailer, write_fpdu, MarkerTx},
@@ -39,19 +38,6 @@ use crate::{
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
-
-/// The protocol core's CRC32C, computed by the kernel's `crc32c()`.
-impl Crc32c for KernelCrc {
-    fn reset(&mut self) {
-        KernelCrc::reset(self)
-    }
-    fn update(&mut self, data: &[u8]) {
-        KernelCrc::update(self, data)
-    }
-    fn value(&self) -> u32 {
-        KernelCrc::value(self)
-    }
-}
 
 /// Largest FPDU payload siw_rs builds: an FPDU then spans few pages, so its pieces fit one
 /// `sendmsg` (and at most one MSS on Ethernet, as the C siw's default).

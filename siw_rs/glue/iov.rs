@@ -1,14 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Pieces of kernel-mapped memory ([`IoVec`]) as the socket layer sends them and the
-//! kernel's CRC32C computes over them.
+//! Pieces of kernel-mapped memory ([`IoVec`]) as the socket layer sends them, the receive
+//! path reads them out of an skb, and the kernel's CRC32C computes over them.
 //!
 //! C headers: [`include/linux/crc32c.h`](srctree/include/linux/crc32c.h).
 
 use super::bindings;
+use crate::proto::{
+    crc::{Crc32c, CrcOf},
+    rx::Input,
+};
 use core::{marker::PhantomData, mem::MaybeUninit};
 
-/// A piece of memory to send.
+/// A piece of memory to send, or received.
+///
+/// Its bytes may change while it is held: a user's page, or a page an skb references that
+/// someone else can write (a page spliced into a socket on this host). So nothing makes a
+/// `&[u8]` of it, which Rust would take to stay unchanged; it is read by copying it out
+/// ([`Self::copy_to`]), by the CRC ([`Self::crc32c`]) or by copying it to where it goes.
 ///
 /// # Invariants
 ///
@@ -75,6 +84,11 @@ impl<'a> IoVec<'a> {
         self.len
     }
 
+    /// Whether it has no bytes.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The piece without its first `n` bytes (all of them if `n` is larger).
     pub(crate) fn skip(&self, n: usize) -> Self {
         let n = n.min(self.len);
@@ -85,6 +99,13 @@ impl<'a> IoVec<'a> {
             page: self.page,
             _p: PhantomData,
         }
+    }
+
+    /// The first `n` bytes and the rest (all and none if `n` is larger).
+    pub(crate) fn split_at(self, n: usize) -> (Self, Self) {
+        let n = n.min(self.len);
+        // INVARIANT: A prefix of a readable range is readable; it stays in the same page.
+        (Self { len: n, ..self }, self.skip(n))
     }
 
     /// The first byte.
@@ -144,7 +165,7 @@ impl<'a> IoVecs<'a> {
 
     /// Appends `piece`; an empty one is left out.
     pub(crate) fn push(&mut self, piece: IoVec<'a>) -> Result<(), IoVecsFull> {
-        if piece.len() == 0 {
+        if piece.is_empty() {
             return Ok(());
         }
         let slot = self.v.get_mut(self.n).ok_or(IoVecsFull)?;
@@ -197,5 +218,38 @@ impl KernelCrc {
     /// The CRC of everything added since the start.
     pub(crate) fn value(&self) -> u32 {
         !self.0
+    }
+}
+
+/// The protocol core's CRC32C, computed by the kernel's `crc32c()`.
+impl Crc32c for KernelCrc {
+    fn reset(&mut self) {
+        KernelCrc::reset(self)
+    }
+    fn update(&mut self, data: &[u8]) {
+        KernelCrc::update(self, data)
+    }
+    fn value(&self) -> u32 {
+        KernelCrc::value(self)
+    }
+}
+
+/// Over received bytes where they lie in the skb.
+impl<'a> CrcOf<IoVec<'a>> for KernelCrc {
+    fn update_from(&mut self, data: IoVec<'a>) {
+        self.0 = data.crc32c(self.0);
+    }
+}
+
+/// Received bytes as the protocol core's receiver reads them.
+impl Input for IoVec<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn split_at(self, n: usize) -> (Self, Self) {
+        IoVec::split_at(self, n)
+    }
+    fn copy_to(&self, dst: &mut [u8]) -> usize {
+        IoVec::copy_to(self, dst)
     }
 }

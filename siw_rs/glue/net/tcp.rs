@@ -746,11 +746,12 @@ impl Socket {
 
     /// Reads what the socket holds, passing each piece to `f`, which returns how much of it
     /// it consumed; consuming less stops the read (the rest stays queued). Returns the bytes
-    /// consumed.
+    /// consumed. A piece is an [`IoVec`], not a `&[u8]`: an skb may reference pages others
+    /// can write meanwhile (spliced into a socket on this host).
     ///
     /// `f` runs in atomic context (`skb_seq_read()` maps paged data with `kmap_atomic()`):
     /// it may take spinlocks, never a mutex, and must not sleep.
-    pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+    pub(crate) fn read(&self, f: &mut dyn FnMut(IoVec<'_>) -> usize) -> Result<usize> {
         let sk = self.sk();
         // SAFETY: A live socket; `lock_sock` gives the read the lock `tcp_read_sock` needs.
         unsafe {
@@ -1045,7 +1046,7 @@ impl CallbackSock<'_> {
     }
 
     /// Reads as [`Socket::read`] does, under the lock the callback's caller holds.
-    pub(crate) fn read(&self, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+    pub(crate) fn read(&self, f: &mut dyn FnMut(IoVec<'_>) -> usize) -> Result<usize> {
         // SAFETY: A live TCP sock, locked by the socket layer for the callback this value
         // lives in (type invariant, see `event`).
         unsafe { read_sock(self.sk, f) }
@@ -1057,7 +1058,10 @@ impl CallbackSock<'_> {
 /// # Safety
 ///
 /// `sk` is a live TCP sock whose lock the caller holds (owned, or `bh_lock_sock`).
-unsafe fn read_sock(sk: *mut bindings::sock, f: &mut dyn FnMut(&[u8]) -> usize) -> Result<usize> {
+unsafe fn read_sock(
+    sk: *mut bindings::sock,
+    f: &mut dyn FnMut(IoVec<'_>) -> usize,
+) -> Result<usize> {
     let mut f = f;
     let mut desc: bindings::read_descriptor_t = pin_init::zeroed();
     desc.arg.data = (&raw mut f).cast();
@@ -1201,7 +1205,12 @@ unsafe extern "C" fn read_actor(
     len: usize,
 ) -> c_int {
     // SAFETY: `read_sock` stored a pointer to its `&mut dyn FnMut`, live for the read.
-    let f = unsafe { &mut *(*desc).arg.data.cast::<&mut dyn FnMut(&[u8]) -> usize>() };
+    let f = unsafe {
+        &mut *(*desc)
+            .arg
+            .data
+            .cast::<&mut dyn FnMut(IoVec<'_>) -> usize>()
+    };
     let mut st: bindings::skb_seq_state = pin_init::zeroed();
     let end = off.saturating_add(u32::try_from(len).unwrap_or(u32::MAX));
     // SAFETY: A live skb with data at `off..end`; `st` is ours.
@@ -1215,9 +1224,11 @@ unsafe extern "C" fn read_actor(
         if n == 0 || p.is_null() {
             break;
         }
-        // SAFETY: `skb_seq_read` mapped `n` readable bytes at `p`, which stay queued and
-        // unchanged while we look at them.
-        let s = unsafe { core::slice::from_raw_parts(p, n as usize) };
+        // SAFETY: `skb_seq_read` mapped `n` readable bytes at `p`, which stay mapped and
+        // queued until the next `skb_seq_read` or `skb_abort_seq_read`; the piece is `f`'s
+        // for this call only (`f` takes it for any lifetime, so keeps none). The bytes may
+        // change meanwhile (a spliced page), which `IoVec` allows.
+        let s = unsafe { IoVec::from_raw(p, n as usize) };
         let used = u32::try_from(f(s).min(s.len())).unwrap_or(n);
         done = done.saturating_add(used);
         if used < n {

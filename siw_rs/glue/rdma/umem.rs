@@ -206,7 +206,7 @@ impl UserPages {
     }
 
     /// Copies `src` to offset `off` of the region.
-    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+    pub(crate) fn write(&self, off: usize, src: IoVec<'_>) -> Result {
         let mut done = 0usize;
         // SAFETY: `addr..addr + n` lies in a pinned, mapped page of the region (invariant
         // and the bounds check in `pieces`); user space may access it concurrently, which a
@@ -387,24 +387,23 @@ impl KernelPages {
 /// those pages, and a Read whose sink overlaps its source (in one region, say) places data
 /// from a page onto itself. So a `memmove`, never a `memcpy`.
 ///
-/// Not all is mended: the received bytes come down to here as a `&[u8]`, which Rust takes
-/// to stay unchanged while it lives, and in that case the copy changes them. `copy` makes
-/// the copy itself right. Nor is that case the only one: any skb fragment may be a page
-/// someone else can write meanwhile (a Read Response spliced from a user's region, a C
-/// siw peer's spliced Writes, a local process splicing its own pages, `vmsplice` then
-/// `splice`, into a loopback TCP socket). Bounds-checked parsing keeps that memory-safe
-/// in practice, but only carrying received data as raw pointers (like [`IoVec`]) from the
-/// socket's read actor down to placement, the protocol core reading it through copies
-/// and a CRC over raw memory, would leave no such reference.
+/// That is why the received bytes come down to here as an [`IoVec`] and never as a
+/// `&[u8]`, which Rust would take to stay unchanged while it lives: here the copy itself
+/// changes them. Any other skb page may change meanwhile too (a C siw peer's spliced
+/// Writes, a local process splicing its own pages into a loopback TCP socket); the protocol
+/// core reads received bytes only through copies and the CRC.
 ///
 /// # Safety
 ///
 /// `addr..addr + n` is mapped memory the caller may write.
-unsafe fn copy_piece(src: &[u8], done: &mut usize, addr: usize, n: usize) -> Result {
-    let s = src.get(*done..done.saturating_add(n)).ok_or(EFAULT)?;
-    // SAFETY: `s` is `n` readable bytes; the destination is `n` writable bytes (the
-    // caller's guarantee); `copy` allows the two to overlap.
-    unsafe { core::ptr::copy(s.as_ptr(), addr as *mut u8, n) };
+unsafe fn copy_piece(src: IoVec<'_>, done: &mut usize, addr: usize, n: usize) -> Result {
+    let s = src.skip(*done);
+    if s.len() < n {
+        return Err(EFAULT);
+    }
+    // SAFETY: `s` has at least `n` readable bytes (`IoVec`'s invariant); the destination
+    // is `n` writable bytes (the caller's guarantee); `copy` allows the two to overlap.
+    unsafe { core::ptr::copy(s.ptr(), addr as *mut u8, n) };
     *done = done.saturating_add(n);
     Ok(())
 }
@@ -430,7 +429,7 @@ impl MrMem {
     }
 
     /// Copies `src` to offset `off` of the region (for a DMA MR, to address `off`).
-    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+    pub(crate) fn write(&self, off: usize, src: IoVec<'_>) -> Result {
         match self {
             Self::User(u) => u.write(off, src),
             Self::Kernel(k) => {
