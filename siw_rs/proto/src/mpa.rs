@@ -1042,7 +1042,7 @@ impl ResponderWake {
                 next_ms: None,
             };
         }
-        self.looks += 1;
+        self.looks = self.looks.saturating_add(1);
         WakeLook {
             write: sent,
             next_ms: WAKE_LOOKS_MS.get(usize::from(self.looks)).copied(),

@@ -330,6 +330,11 @@ impl<C: Crc32c> Receiver<C> {
         self.cur.as_ref()
     }
 
+    /// Whether the received CRC field `field` is the CRC of what was fed since the reset.
+    fn crc_matches(&self, field: [u8; CRC_LEN]) -> bool {
+        crc_from_wire(field) == self.crc.value()
+    }
+
     fn fail(&mut self, e: TermError) -> TermError {
         self.state = State::Failed(e);
         e
@@ -469,7 +474,7 @@ impl<C: Crc32c> Receiver<C> {
             self.crc.update(self.hdr.get(..hlen)?);
             self.crc.update_from(payload);
             self.crc.update_from(pad_bytes);
-            let ok = crc_from_wire(field) == self.crc.value();
+            let ok = self.crc_matches(field);
             self.crc.reset();
             if !ok {
                 return None;
@@ -648,7 +653,7 @@ impl<C: Crc32c> Receiver<C> {
                 .and_then(|f| f.first_chunk::<4>())
                 .copied()
                 .unwrap_or([0; 4]);
-            if crc_from_wire(field) != self.crc.value() {
+            if !self.crc_matches(field) {
                 return Err(self.fail(TermError::LlpCrc));
             }
         }
