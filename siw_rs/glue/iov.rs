@@ -252,4 +252,13 @@ impl Input for IoVec<'_> {
     fn copy_to(&self, dst: &mut [u8]) -> usize {
         IoVec::copy_to(self, dst)
     }
+    fn head<const N: usize>(&self) -> Option<[u8; N]> {
+        if self.len < N {
+            return None;
+        }
+        // As in `copy_to`, the bytes may change meanwhile; this reads each once.
+        // SAFETY: `ptr..ptr + len` is readable (invariant) and holds at least `N` bytes;
+        // `[u8; N]` has no alignment or validity to keep.
+        Some(unsafe { core::ptr::read_unaligned(self.ptr.cast::<[u8; N]>()) })
+    }
 }

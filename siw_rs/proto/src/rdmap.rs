@@ -682,11 +682,26 @@ impl FpduHeader {
         };
         let ctrl = Ctrl(ctrl);
         let opcode = check_prefix(ulpdu_len, ctrl, opts)?;
+        let hdr = Self::parse_checked(buf, ulpdu_len, ctrl, opcode)?;
+        Ok((hdr, opcode.header_len()))
+    }
+
+    /// [`Self::parse`] of a header whose first word, `ulpdu_len` and `ctrl`, is already
+    /// read from `buf` and found by [`check_prefix`] to be `opcode`'s (the receiver's
+    /// one-step path, which reads it first to see whether the FPDU is all there).
+    pub fn parse_checked(
+        buf: &[u8],
+        ulpdu_len: u16,
+        ctrl: Ctrl,
+        opcode: Opcode,
+    ) -> Result<Self, ParseError> {
         let hlen = opcode.header_len();
         if buf.len() < hlen {
             return Err(ParseError::Truncated { needed: hlen });
         }
         let truncated = ParseError::Truncated { needed: hlen };
+        let mut r = Reader::new(buf);
+        r.bytes(MPA_LEN_FIELD.saturating_add(2)).ok_or(truncated)?;
         let ddp = if ctrl.tagged() {
             DdpHdr::Tagged(TaggedHdr::parse(r.rest()).ok_or(truncated)?.0)
         } else {
@@ -707,7 +722,7 @@ impl FpduHeader {
             rdmap,
         };
         hdr.check_stateless()?;
-        Ok((hdr, hlen))
+        Ok(hdr)
     }
 
     fn check_stateless(&self) -> Result<(), TermError> {

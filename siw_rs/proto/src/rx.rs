@@ -75,6 +75,12 @@ pub trait Input: Copy {
     fn split_at(self, n: usize) -> (Self, Self);
     /// Copies the first octets to `dst`, as many as fit; returns how many.
     fn copy_to(&self, dst: &mut [u8]) -> usize;
+    /// A copy of the first `N` octets, if there are as many. (Worth its own way for a few
+    /// octets, where [`Self::copy_to`] would call `memcpy`.)
+    fn head<const N: usize>(&self) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        (self.copy_to(&mut b) == N).then_some(b)
+    }
 }
 
 impl Input for &[u8] {
@@ -440,16 +446,12 @@ impl<C: Crc32c> Receiver<C> {
         // rest of its header is copied (a partial FPDU is the other path's, which copies it
         // as it comes). Each octet is read once: from here on only the copy is, as the
         // input may change meanwhile.
-        let mut prefix = [0u8; 4];
-        if input.copy_to(&mut prefix) < prefix.len() {
-            return None;
-        }
+        let prefix = input.head::<4>()?;
         let [l0, l1, c0, c1] = prefix;
         let ulpdu = u16::from_be_bytes([l0, l1]);
         let ctrl = Ctrl(u16::from_be_bytes([c0, c1]));
-        let hlen = check_prefix(ulpdu, ctrl, self.cfg.header)
-            .ok()?
-            .header_len();
+        let op = check_prefix(ulpdu, ctrl, self.cfg.header).ok()?;
+        let hlen = op.header_len();
         let pad = pad_len(ulpdu);
         let body = usize::from(ulpdu).saturating_add(MPA_LEN_FIELD);
         let covered = body.saturating_add(pad);
@@ -461,16 +463,13 @@ impl<C: Crc32c> Receiver<C> {
         // `check_prefix` made sure the header fits the ULPDU.
         let (hdr, after_hdr) = fpdu.split_at(hlen);
         let (_, more) = hdr.split_at(prefix.len());
-        let copied = copy_in::<_, C>(&mut self.hdr, 0, prefix.as_slice(), None);
-        let copied = copy_in::<_, C>(&mut self.hdr, copied, more, None);
-        let (header, _) = FpduHeader::parse(self.hdr.get(..copied)?, self.cfg.header).ok()?;
+        *self.hdr.first_chunk_mut::<4>()? = prefix;
+        more.copy_to(self.hdr.get_mut(prefix.len()..hlen)?);
+        let header = FpduHeader::parse_checked(self.hdr.get(..hlen)?, ulpdu, ctrl, op).ok()?;
         let (payload, tail) = after_hdr.split_at(body.checked_sub(hlen)?);
         if self.cfg.crc {
             let (pad_bytes, field_bytes) = tail.split_at(pad);
-            let mut field = [0u8; CRC_LEN];
-            if field_bytes.copy_to(&mut field) < CRC_LEN {
-                return None;
-            }
+            let field = field_bytes.head::<CRC_LEN>()?;
             self.crc.update(self.hdr.get(..hlen)?);
             self.crc.update_from(payload);
             self.crc.update_from(pad_bytes);
