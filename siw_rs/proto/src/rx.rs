@@ -204,6 +204,9 @@ pub struct Receiver<C: Crc32c> {
     hdr_need: usize,
     hdr_stale: bool,
     cur: Option<FpduHeader>,
+    /// The first header word of the FPDU being taken octet by octet, once checked: its
+    /// ULPDU length, control field and opcode.
+    prefix: Option<(u16, Ctrl, Opcode)>,
     trailer: [u8; 7],
     tr_have: usize,
     tr_need: usize,
@@ -235,6 +238,7 @@ impl<C: Crc32c> Receiver<C> {
             hdr_need: 4,
             hdr_stale: false,
             cur: None,
+            prefix: None,
             trailer: [0; 7],
             tr_have: 0,
             tr_need: 0,
@@ -529,6 +533,7 @@ impl<C: Crc32c> Receiver<C> {
             self.hdr_have = 0;
             self.hdr_need = 4;
             self.cur = None;
+            self.prefix = None;
         }
         if self.hdr_have == 0 {
             self.fpdu_start = self.pos;
@@ -569,7 +574,10 @@ impl<C: Crc32c> Receiver<C> {
             };
             let ctrl = Ctrl(u16::from_be_bytes([c0, c1]));
             match check_prefix(ulpdu, ctrl, self.cfg.header) {
-                Ok(op) => self.hdr_need = op.header_len(),
+                Ok(op) => {
+                    self.hdr_need = op.header_len();
+                    self.prefix = Some((ulpdu, ctrl, op));
+                }
                 Err(TermError::LlpFpduStart) if self.cfg.sctp => {
                     return Err(self.fail(TermError::DdpCatastrophic))
                 }
@@ -577,9 +585,12 @@ impl<C: Crc32c> Receiver<C> {
             }
             return Ok((n, None));
         }
-        let parsed = FpduHeader::parse(self.raw_header(), self.cfg.header);
-        let header = match parsed {
-            Ok((h, _)) => h,
+        // The first word is checked: the rest of the header is parsed after it.
+        let Some((ulpdu, ctrl, op)) = self.prefix else {
+            return Err(self.fail(TermError::LlpLocalCatastrophic));
+        };
+        let header = match FpduHeader::parse_checked(self.raw_header(), ulpdu, ctrl, op) {
+            Ok(h) => h,
             Err(ParseError::Invalid(e)) => return Err(self.fail(e)),
             Err(ParseError::Truncated { .. }) => {
                 return Err(self.fail(TermError::LlpLocalCatastrophic))
