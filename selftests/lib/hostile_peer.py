@@ -86,12 +86,25 @@
 #   write-imm    (not bad) a zero-length RDMA Write and its Immediate Data message, which
 #                completes the receive rping's server posted for the advert
 # and prints the FPDUs the server sends until it closes, as rping-read does.
+# changing-pages: towards selftests/hostile/fuzz_target.c (port 7180), sends RDMA Writes
+# into the target's MR with sendfile() from a file whose pages a second thread rewrites
+# all the while. sendfile() splices the page-cache pages into the skbs, and between two
+# network namespaces of one kernel the receiving socket's skbs reference those very pages:
+# siw_rs reads bytes that change under it, as it would from any page someone spliced into
+# a socket. Most rewrites fall in payload (placed as they are), one in 64 in an FPDU's
+# header, changed and put back at once (a Terminate, or a Write elsewhere in the MR, if a
+# read falls in between; the lengths are never touched, so the stream stays framed). Each connection sends the file, then reads the whole MR back
+# with a Read Request; connections go on for S seconds. It prints one line:
+#   changing-pages: connections C bytes B read-backs R closed K header-writes H payload-writes P
+# (R: connections whose Read Response came whole; K: connections the target closed).
 import argparse
 import os
 import signal
 import socket
 import struct
 import sys
+import threading
+import random
 import time
 
 KEY_REQ = b"MPA ID Req Frame"
@@ -548,6 +561,100 @@ def stall(args):
     return 0
 
 
+def changing_pages(args):
+    rng = random.Random(args.seed)
+    path = f"/tmp/changing-pages.{os.getpid()}"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.unlink(path)
+    stats = {"connections": 0, "bytes": 0, "read-backs": 0, "closed": 0,
+             "header-writes": 0, "payload-writes": 0}
+    running = threading.Event()
+    layout = {}
+
+    def rewrite():
+        # Rewrites the file's pages while sendfile() has them in flight.
+        wr = random.Random(args.seed + 1)
+        while running.is_set():
+            headers = layout["headers"]
+            if wr.randrange(64) == 0:
+                # An FPDU's header, past its length field (its STag, TO or control bits),
+                # changed and at once put back: only a read in between sees it.
+                at = wr.choice(headers) + 2 + wr.randrange(14)
+                was = layout["orig"][at]
+                os.pwrite(fd, bytes([was ^ (1 + wr.randrange(255))]), at)
+                os.pwrite(fd, bytes([was]), at)
+                stats["header-writes"] += 1
+            else:
+                at = wr.choice(headers) + 16 + wr.randrange(layout["chunk"] - 64)
+                os.pwrite(fd, wr.randbytes(64), at)
+                stats["payload-writes"] += 1
+
+    end = time.monotonic() + args.seconds
+    writer = None
+    while time.monotonic() < end:
+        conn = socket.create_connection((args.addr, args.port), timeout=20)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        body = struct.pack(">HH", 8, 8)
+        conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
+        hdr = recv_exact(conn, 20)
+        bits, pd_len = struct.unpack(">HH", hdr[16:20])
+        pd = recv_exact(conn, pd_len)
+        if hdr[:16] != KEY_REP or bits & F_REJECT or pd_len < 32:
+            print(f"unexpected MPA reply bits={bits:#06x} pd_len={pd_len}", flush=True)
+            return 1
+        stats["connections"] += 1
+        addr, rkey, mrlen = struct.unpack(">QII", pd[4:20])
+        # Each connection has an MR of its own: the file names it.
+        chunk = 1024
+        frames, headers, at = [], [], 0
+        for rep in range(16):
+            for off in range(0, mrlen, chunk):
+                f = tagged(OP_WRITE, rkey, addr + off, rng.randbytes(chunk))
+                headers.append(at)
+                frames.append(f)
+                at += len(f)
+        data = b"".join(frames)
+        os.pwrite(fd, data, 0)
+        layout.update(size=at, headers=headers, chunk=chunk, orig=data)
+        if writer is None:
+            running.set()
+            writer = threading.Thread(target=rewrite, daemon=True)
+            writer.start()
+        # The whole file, spliced page by page into the socket.
+        sent, closed = 0, False
+        try:
+            while sent < layout["size"]:
+                n = os.sendfile(conn.fileno(), fd, sent, layout["size"] - sent)
+                if n == 0:
+                    break
+                sent += n
+            rr = struct.pack(">IQIIQ", 0x5100, 0, mrlen, rkey, addr)
+            conn.sendall(untagged(OP_READ_REQ, 1, 1, 0, rr))
+            got = 0
+            conn.settimeout(20)
+            while got < mrlen:
+                f = recv_fpdu(conn)
+                if f["op"] != OP_READ_RESP:
+                    closed = True
+                    break
+                got += len(f["payload"])
+                if f["last"]:
+                    break
+            if got == mrlen:
+                stats["read-backs"] += 1
+        except (EOFError, OSError):
+            closed = True
+        stats["bytes"] += sent
+        if closed:
+            stats["closed"] += 1
+        conn.close()
+    running.clear()
+    if writer is not None:
+        writer.join()
+    print("changing-pages: " + " ".join(f"{k} {v}" for k, v in stats.items()), flush=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -608,7 +715,14 @@ def main():
                    choices=("imm", "atomic-long", "atomic-short", "atomic-stag", "atomic-resp",
                             "write-imm"))
     x.add_argument("--offer", action="store_true")
+    c = sub.add_parser("changing-pages")
+    c.add_argument("--addr", required=True)
+    c.add_argument("--port", type=int, default=7180)
+    c.add_argument("--seconds", type=float, default=20.0)
+    c.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    if args.cmd == "changing-pages":
+        return changing_pages(args)
     if args.cmd == "rfc7306":
         return rfc7306(args)
     if args.cmd == "bad-marker":
