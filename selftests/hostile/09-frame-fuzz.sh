@@ -37,16 +37,7 @@ for k in valid-atomic valid-imm; do
 	has "$k=[1-9]" "$out" || fail "the run had no $k"
 done
 log "RFC 7306: $(grep -oE '(fpdu-[a-z0-9-]*7306|valid-atomic|valid-imm|atomic-[a-z-]*|imm-payload)=[0-9]+' <<<"$out" | tr '\n' ' ')"
-kill -0 $tgt 2>/dev/null || fail "fuzz_target died: $(cat /tmp/fuzz-target.out)"
-# Every connection ended: the last ones' DISCONNECTED events may still be on their way.
-sleep 5
-pkill -TERM -x fuzz_target
-hung_dump $tgt fuzz_target 30
-wait $tgt || fail "fuzz_target: $(cat /tmp/fuzz-target.out)"
-out=$(cat /tmp/fuzz-target.out)
-log "$(tail -n 1 <<<"$out") ($took s)"
-has '^fuzz_target: requests [0-9]+ established [0-9]+ ended [0-9]+ open 0 ' "$out" ||
-	fail "connections the peer had closed were still open at the listener: $(tail -n 3 <<<"$out")"
+fuzz_target_end $tgt 5 "$took s"
 rping_sizes 10 4096
 two_hosts_down
 unloaded_slab_back "$slab0"

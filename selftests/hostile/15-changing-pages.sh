@@ -24,14 +24,7 @@ read -r conns bytes backs closed hw pw < <(sed -nE 's/^changing-pages: connectio
 [ "$pw" -ge 1000 ] || fail "only $pw rewrites of payload: the pages hardly changed"
 [ "$backs" -ge 1 ] || fail "no connection read the MR back: $out"
 [ $((backs + closed)) -eq "$conns" ] || fail "connections neither read back nor closed: $out"
-kill -0 $tgt 2>/dev/null || fail "fuzz_target died: $(cat /tmp/fuzz-target.out)"
-sleep 3
-pkill -TERM -x fuzz_target
-hung_dump $tgt fuzz_target 30
-wait $tgt || fail "fuzz_target: $(cat /tmp/fuzz-target.out)"
-out=$(cat /tmp/fuzz-target.out)
-has '^fuzz_target: requests [0-9]+ established [0-9]+ ended [0-9]+ open 0 ' "$out" ||
-	fail "connections the peer had closed were still open at the listener: $(tail -n 3 <<<"$out")"
+fuzz_target_end $tgt 3
 rping_sizes 2 4096
 two_hosts_down
 unloaded_slab_back "$slab0"

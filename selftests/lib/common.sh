@@ -209,6 +209,23 @@ hung_dump() {
 	pkill -9 -x "$name"
 }
 
+# fuzz_target_end PID SECS [NOTE]: selftests/hostile/fuzz_target.c (process PID) after its
+# peer is done: it must still run; after SECS seconds (the last connections' DISCONNECTED
+# events may still be on their way) it is told to end, and must end, having seen every
+# connection end. Logs its summary line (with NOTE).
+fuzz_target_end() {
+	local out
+	kill -0 "$1" 2>/dev/null || fail "fuzz_target died: $(cat /tmp/fuzz-target.out)"
+	sleep "$2"
+	pkill -TERM -x fuzz_target
+	hung_dump "$1" fuzz_target 30
+	wait "$1" || fail "fuzz_target: $(cat /tmp/fuzz-target.out)"
+	out=$(cat /tmp/fuzz-target.out)
+	log "$(tail -n 1 <<<"$out")${3:+ ($3)}"
+	has '^fuzz_target: requests [0-9]+ established [0-9]+ ended [0-9]+ open 0 ' "$out" ||
+		fail "connections the peer had closed were still open at the listener: $(tail -n 3 <<<"$out")"
+}
+
 # unreclaimable_kb: the kernel's unreclaimable slab, in kB.
 unreclaimable_kb() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
 

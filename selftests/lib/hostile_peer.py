@@ -534,11 +534,14 @@ def stag_probe(args):
     return r
 
 
-def stall(args):
+def connect_target(addr, port, rcvbuf=0):
+    # Connects to fuzz_target (MPA revision 2, IRD/ORD 8) and returns the connection, the
+    # IRD granted and its MR (address, STag, length); None after printing an unexpected reply.
     conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    if rcvbuf:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     conn.settimeout(20)
-    conn.connect((args.addr, args.port))
+    conn.connect((addr, port))
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = struct.pack(">HH", 8, 8)
     conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
@@ -547,9 +550,16 @@ def stall(args):
     pd = recv_exact(conn, pd_len)
     if hdr[:16] != KEY_REP or bits & F_REJECT or pd_len < 32:
         print(f"unexpected MPA reply bits={bits:#06x} pd_len={pd_len}", flush=True)
-        return 1
+        return None
     ird = struct.unpack(">H", pd[:2])[0] & 0x3FFF
-    addr, rkey, mrlen = struct.unpack(">QII", pd[4:20])
+    return (conn, ird) + struct.unpack(">QII", pd[4:20])
+
+
+def stall(args):
+    target = connect_target(args.addr, args.port, rcvbuf=4096)
+    if target is None:
+        return 1
+    conn, ird, addr, rkey, mrlen = target
     for i in range(max(1, min(ird, 8))):
         rr = struct.pack(">IQIIQ", 0x5100 + i, 0, mrlen, rkey, addr)
         conn.sendall(untagged(OP_READ_REQ, 1, 1 + i, 0, rr))
@@ -592,18 +602,11 @@ def changing_pages(args):
     end = time.monotonic() + args.seconds
     writer = None
     while time.monotonic() < end:
-        conn = socket.create_connection((args.addr, args.port), timeout=20)
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        body = struct.pack(">HH", 8, 8)
-        conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
-        hdr = recv_exact(conn, 20)
-        bits, pd_len = struct.unpack(">HH", hdr[16:20])
-        pd = recv_exact(conn, pd_len)
-        if hdr[:16] != KEY_REP or bits & F_REJECT or pd_len < 32:
-            print(f"unexpected MPA reply bits={bits:#06x} pd_len={pd_len}", flush=True)
+        target = connect_target(args.addr, args.port)
+        if target is None:
             return 1
+        conn, _, addr, rkey, mrlen = target
         stats["connections"] += 1
-        addr, rkey, mrlen = struct.unpack(">QII", pd[4:20])
         # Each connection has an MR of its own: the file names it.
         chunk = 1024
         frames, headers, at = [], [], 0

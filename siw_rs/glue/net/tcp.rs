@@ -1224,10 +1224,9 @@ unsafe extern "C" fn read_actor(
         if n == 0 || p.is_null() {
             break;
         }
-        // SAFETY: `skb_seq_read` mapped `n` readable bytes at `p`, which stay mapped and
-        // queued until the next `skb_seq_read` or `skb_abort_seq_read`; the piece is `f`'s
-        // for this call only (`f` takes it for any lifetime, so keeps none). The bytes may
-        // change meanwhile (a spliced page), which `IoVec` allows.
+        // The bytes may change meanwhile (a spliced page), which `IoVec` allows.
+        // SAFETY: `skb_seq_read` mapped `n` readable bytes at `p` until its next call or
+        // `skb_abort_seq_read`; `f` takes the piece for any lifetime, so keeps none.
         let s = unsafe { IoVec::from_raw(p, n as usize) };
         let used = u32::try_from(f(s).min(s.len())).unwrap_or(n);
         done = done.saturating_add(used);

@@ -180,17 +180,24 @@ fn put_at(buf: &mut [u8], at: usize, src: &[u8]) -> usize {
     at.saturating_add(src.len())
 }
 
-/// Copies the first octets of `bytes` to `buf` from `at` on, as many as fit, and returns
-/// where the copy ended; with `crc`, adds the copied octets to it, read from the copy.
-fn copy_in<B: Input, C: Crc32c>(buf: &mut [u8], at: usize, bytes: B, crc: Option<&mut C>) -> usize {
-    let Some(dst) = buf.get_mut(at..) else {
-        return at;
+/// Copies the first octets of `bytes` to `buf` after the `have` it holds, as many as fit,
+/// counts them in `have` and returns how many; with `crc`, adds them to it, read from the
+/// copy.
+fn copy_in<B: Input, C: Crc32c>(
+    buf: &mut [u8],
+    have: &mut usize,
+    bytes: B,
+    crc: Option<&mut C>,
+) -> usize {
+    let Some(dst) = buf.get_mut(*have..) else {
+        return 0;
     };
     let n = bytes.copy_to(dst);
     if let (Some(c), Some(copied)) = (crc, dst.get(..n)) {
         c.update(copied);
     }
-    at.saturating_add(n)
+    *have = have.saturating_add(n);
+    n
 }
 
 /// The streaming receiver of one connection. See the module documentation.
@@ -503,14 +510,8 @@ impl<C: Crc32c> Receiver<C> {
             self.marker_at = self.pos;
         }
         let (bytes, _) = rest.split_at(MARKER_LEN.saturating_sub(self.marker_have));
-        let at = self.marker_have;
-        self.marker_have = copy_in(
-            &mut self.marker,
-            at,
-            bytes,
-            self.cfg.crc.then_some(&mut self.crc),
-        );
-        let n = self.marker_have.saturating_sub(at);
+        let crc = self.cfg.crc.then_some(&mut self.crc);
+        let n = copy_in(&mut self.marker, &mut self.marker_have, bytes, crc);
         self.advance(n);
         if self.marker_have >= MARKER_LEN {
             self.marker_have = 0;
@@ -540,14 +541,8 @@ impl<C: Crc32c> Receiver<C> {
             self.fpdu_open = true;
         }
         let (bytes, _) = avail.split_at(self.hdr_need.saturating_sub(self.hdr_have));
-        let at = self.hdr_have;
-        self.hdr_have = copy_in(
-            &mut self.hdr,
-            at,
-            bytes,
-            self.cfg.crc.then_some(&mut self.crc),
-        );
-        let n = self.hdr_have.saturating_sub(at);
+        let crc = self.cfg.crc.then_some(&mut self.crc);
+        let n = copy_in(&mut self.hdr, &mut self.hdr_have, bytes, crc);
         self.advance(n);
         if self.hdr_have < self.hdr_need {
             return Ok((n, None));
@@ -643,8 +638,7 @@ impl<C: Crc32c> Receiver<C> {
     fn take_trailer<B: Input>(&mut self, avail: B) -> Result<(usize, Option<Event<B>>), TermError> {
         let (bytes, _) = avail.split_at(self.tr_need.saturating_sub(self.tr_have));
         let at = self.tr_have;
-        self.tr_have = copy_in::<_, C>(&mut self.trailer, at, bytes, None);
-        let n = self.tr_have.saturating_sub(at);
+        let n = copy_in::<_, C>(&mut self.trailer, &mut self.tr_have, bytes, None);
         // The pad is covered by the CRC, the CRC field is not; both are read from the copy.
         if self.cfg.crc {
             let pad_end = self.pad.min(self.tr_have);

@@ -7,11 +7,11 @@
 //! runs must give the same events (payloads merged per FPDU) and the same error, every
 //! call must make progress, and nothing may panic.
 //!
-//! The TCP stream is received twice more as memory that changes under the receiver
-//! ([`Changing`]: an octet read again reads differently, as a page someone writes meanwhile
-//! would), whole and in chunks: nothing may panic, and what the receiver reports must hold
-//! together (no payload longer than its header says, an FPDU ending with as much as it
-//! announced). (That a valid stream, whole, gives the same events, every octet read once,
+//! The TCP stream is received twice more as memory that changes under the receiver (the
+//! host tests' `Tracked` input, `tests/common`: an octet read again reads differently, as
+//! a page someone writes meanwhile would), whole and in chunks: nothing may panic, and
+//! what the receiver reports must hold together (no payload longer than its header says,
+//! an FPDU ending with as much as it announced). (That a valid stream, whole, gives the same events, every octet read once,
 //! is a property test: `read_once_input_gives_the_same_events`.)
 //!
 //! With bit 3 of byte 0, DDP over SCTP (RFC 5043) instead: the rest is SCTP messages, each
@@ -22,12 +22,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use std::cell::RefCell;
-
-use siw_proto::crc::{Crc32c, CrcOf, SoftCrc32c};
+use siw_proto::crc::SoftCrc32c;
 use siw_proto::error::TermError;
 use siw_proto::rdmap::{FpduHeader, HeaderOptions};
-use siw_proto::rx::{Event, Input, Receiver, RxConfig};
+use siw_proto::rx::{Event, Receiver, RxConfig};
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
 use siw_proto::sctp::{Received, Role, Session, SSN_LEN};
 
 #[derive(Debug, PartialEq)]
@@ -78,122 +79,22 @@ fn run_sctp(cfg: RxConfig, role: Role, data: &[u8], seed: u8) -> (Vec<Ev>, Optio
     (evs, None)
 }
 
-/// Received octets in memory that changes once read: every read but an octet's first sees
-/// it changed (copies and the CRC alike).
-#[derive(Clone, Copy)]
-struct Changing<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    reads: &'a RefCell<Vec<u8>>,
-}
-
-impl Changing<'_> {
-    /// The octets as read now (each read counted).
-    fn read(&self) -> Vec<u8> {
-        let mut reads = self.reads.borrow_mut();
-        let seen = &mut reads[self.at..self.at + self.bytes.len()];
-        self.bytes
-            .iter()
-            .zip(seen)
-            .map(|(b, n)| {
-                let v = b ^ n.wrapping_mul(0x5b);
-                *n = n.wrapping_add(1);
-                v
-            })
-            .collect()
-    }
-}
-
-impl Input for Changing<'_> {
-    fn len(&self) -> usize {
-        self.bytes.len()
-    }
-    fn split_at(self, n: usize) -> (Self, Self) {
-        let (a, b) = self.bytes.split_at(n.min(self.bytes.len()));
-        (
-            Self { bytes: a, ..self },
-            Self {
-                bytes: b,
-                at: self.at + a.len(),
-                ..self
-            },
-        )
-    }
-    fn copy_to(&self, dst: &mut [u8]) -> usize {
-        let n = self.bytes.len().min(dst.len());
-        let (head, _) = self.split_at(n);
-        dst[..n].copy_from_slice(&head.read());
-        n
-    }
-}
-
-impl<'a> CrcOf<Changing<'a>> for SoftCrc32c {
-    fn update_from(&mut self, data: Changing<'a>) {
-        self.update(&data.read());
-    }
-}
-
-/// The stream as [`Changing`] memory, in chunks from `seed` (0: whole). Checks that the
-/// events hold together and returns them, the payload as first sent.
-fn run_changing(cfg: RxConfig, data: &[u8], mut seed: u8) -> (Vec<Ev>, Option<TermError>) {
-    let reads = RefCell::new(vec![0u8; data.len()]);
-    let mut rx = Receiver::new(cfg, SoftCrc32c::new());
-    let mut evs = Vec::new();
-    let mut at = 0usize;
-    let mut got: Option<usize> = None;
-    while at < data.len() {
+/// The stream as memory that changes once read (the host tests' `Tracked` input), in
+/// chunks from `seed` (0: whole); `run_chunks_tracked` checks that the events hold together.
+fn run_changing(cfg: RxConfig, data: &[u8], mut seed: u8) {
+    let mut chunks = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
         let n = if seed == 0 {
-            data.len() - at
+            rest.len()
         } else {
             seed = seed.wrapping_mul(37).wrapping_add(11);
-            (usize::from(seed) % 23 + 1).min(data.len() - at)
+            (usize::from(seed) % 23 + 1).min(rest.len())
         };
-        let mut chunk = Changing {
-            bytes: &data[at..at + n],
-            at,
-            reads: &reads,
-        };
-        at += n;
-        while !chunk.is_empty() {
-            let step = match rx.feed_from(chunk) {
-                Ok(step) => step,
-                Err(e) => return (evs, Some(e)),
-            };
-            assert!(step.consumed > 0 && step.consumed <= chunk.len());
-            chunk = chunk.split_at(step.consumed).1;
-            let announced = rx.current_header().map(|h| h.payload_len());
-            match step.event {
-                Some(Event::Header { first }) => {
-                    evs.push(Ev::Header(*rx.current_header().expect("header"), first));
-                    got = Some(0);
-                }
-                Some(Event::Payload(p)) => {
-                    let g = got.as_mut().expect("payload after a header");
-                    *g += p.len();
-                    assert!(Some(*g) <= announced);
-                    match evs.last_mut() {
-                        Some(Ev::Payload(v)) => v.extend_from_slice(p.bytes),
-                        _ => evs.push(Ev::Payload(p.bytes.to_vec())),
-                    }
-                }
-                Some(Event::End) => {
-                    assert_eq!(got.take().unwrap_or(0), announced.unwrap_or(0));
-                    evs.push(Ev::End);
-                }
-                Some(Event::Fpdu { first, payload }) => {
-                    let header = *rx.current_header().expect("fpdu");
-                    assert_eq!(payload.len(), header.payload_len());
-                    evs.push(Ev::Header(header, first));
-                    if !payload.is_empty() {
-                        evs.push(Ev::Payload(payload.bytes.to_vec()));
-                    }
-                    evs.push(Ev::End);
-                }
-                None => assert!(chunk.is_empty()),
-            }
-        }
+        chunks.push(&rest[..n]);
+        rest = &rest[n..];
     }
-    (evs, None)
+    let _ = common::run_chunks_tracked(cfg, &chunks, true);
 }
 
 fn run(cfg: RxConfig, data: &[u8], seed: u8) -> (Vec<Ev>, Option<TermError>) {
@@ -297,6 +198,6 @@ fuzz_target!(|data: &[u8]| {
     let whole = run(cfg, stream, 0);
     let split = run(cfg, stream, data[1] | 1);
     assert_eq!(whole, split);
-    let _ = run_changing(cfg, stream, 0);
-    let _ = run_changing(cfg, stream, data[1] | 1);
+    run_changing(cfg, stream, 0);
+    run_changing(cfg, stream, data[1] | 1);
 });

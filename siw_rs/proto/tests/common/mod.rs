@@ -79,8 +79,8 @@ pub fn run(cfg: RxConfig, stream: &[u8]) -> (Vec<Ev>, Option<TermError>) {
     run_chunks(cfg, &[stream])
 }
 
-/// Feeds the stream cut at the given (sorted, in-range) positions.
-pub fn run_split(cfg: RxConfig, stream: &[u8], cuts: &[usize]) -> (Vec<Ev>, Option<TermError>) {
+/// The stream cut at the given (sorted) positions.
+pub fn cut<'a>(stream: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     let mut chunks = Vec::new();
     let mut prev = 0;
     for &c in cuts {
@@ -89,7 +89,12 @@ pub fn run_split(cfg: RxConfig, stream: &[u8], cuts: &[usize]) -> (Vec<Ev>, Opti
         prev = c;
     }
     chunks.push(&stream[prev..]);
-    run_chunks(cfg, &chunks)
+    chunks
+}
+
+/// Feeds the stream cut at the given (sorted, in-range) positions.
+pub fn run_split(cfg: RxConfig, stream: &[u8], cuts: &[usize]) -> (Vec<Ev>, Option<TermError>) {
+    run_chunks(cfg, &cut(stream, cuts))
 }
 
 /// How often the receiver read each octet of a stream fed as [`Tracked`] pieces.
@@ -101,8 +106,8 @@ pub struct Reads {
     pub crc: Vec<u32>,
     /// Per stream octet: whether it was handed out as payload.
     pub payload: Vec<bool>,
-    /// Copies see each octet changed by the number of copies before (memory that someone
-    /// writes meanwhile): only the first read of an octet sees what was sent.
+    /// Reads (copies and the CRC alike) see each octet changed by the number of reads
+    /// before (memory that someone writes meanwhile): only the first sees what was sent.
     pub changing: bool,
 }
 
@@ -141,25 +146,38 @@ impl Input for Tracked<'_> {
 
     fn copy_to(&self, dst: &mut [u8]) -> usize {
         let n = self.bytes.len().min(dst.len());
-        let mut r = self.reads.borrow_mut();
-        for (i, (d, s)) in dst.iter_mut().zip(self.bytes).enumerate() {
-            let seen = &mut r.copies[self.at + i];
-            *d = *s ^ (*seen as u8).wrapping_mul(0x5b);
-            *seen += 1;
-        }
-        if !r.changing {
-            dst[..n].copy_from_slice(&self.bytes[..n]);
-        }
+        dst[..n].copy_from_slice(&self.split_at(n).0.read(false));
         n
+    }
+}
+
+impl Tracked<'_> {
+    /// The octets as a read now sees them, the read counted (as a copy, or by the CRC).
+    fn read(&self, crc: bool) -> Vec<u8> {
+        let mut r = self.reads.borrow_mut();
+        let changing = r.changing;
+        let mut out = Vec::with_capacity(self.bytes.len());
+        for (i, &b) in self.bytes.iter().enumerate() {
+            let k = self.at + i;
+            let before = r.copies[k] + r.crc[k];
+            out.push(if changing {
+                b ^ (before as u8).wrapping_mul(0x5b)
+            } else {
+                b
+            });
+            if crc {
+                r.crc[k] += 1;
+            } else {
+                r.copies[k] += 1;
+            }
+        }
+        out
     }
 }
 
 impl<'a> CrcOf<Tracked<'a>> for SoftCrc32c {
     fn update_from(&mut self, data: Tracked<'a>) {
-        for c in &mut data.reads.borrow_mut().crc[data.at..data.at + data.bytes.len()] {
-            *c += 1;
-        }
-        self.update(data.bytes);
+        self.update(&data.read(true));
     }
 }
 
@@ -252,15 +270,7 @@ pub fn run_split_tracked(
     cuts: &[usize],
     changing: bool,
 ) -> ((Vec<Ev>, Option<TermError>), Reads) {
-    let mut chunks = Vec::new();
-    let mut prev = 0;
-    for &c in cuts {
-        let c = c.clamp(prev, stream.len());
-        chunks.push(&stream[prev..c]);
-        prev = c;
-    }
-    chunks.push(&stream[prev..]);
-    run_chunks_tracked(cfg, &chunks, changing)
+    run_chunks_tracked(cfg, &cut(stream, cuts), changing)
 }
 
 /// Transmit-side framing state for building test streams.
