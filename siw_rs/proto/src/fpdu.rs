@@ -326,6 +326,71 @@ impl Out<'_> {
     }
 }
 
+/// Packing FPDUs into TCP segments (RFC 5044 section 5.1: "Multiple FPDUs MAY be packed
+/// into a single TCP segment as determined by the EMSS calculation as long as they are
+/// entirely contained in the TCP segment"; appendix A.2: "If a 'message tail', small DDP
+/// messages, or the start of a larger DDP message are available, MPA may pack multiple
+/// FPDUs into TCP segments").
+///
+/// A sender that hands TCP one FPDU at a time, with the Nagle algorithm off, sends a segment
+/// per FPDU (or per FPDU tail): a chain of small messages costs a packet, and its share of
+/// acknowledgements, each. When the next FPDU is ready as one is handed over, the sender
+/// may instead *hold* the segment open (`MSG_MORE`, without `MSG_EOR`) so that the next one
+/// joins it. The packer tracks how full the open segment is and decides per FPDU whether to
+/// hold it, and whether an FPDU that does not fit after all (a guess about the next one was
+/// wrong) must *close* it first, so that every FPDU still begins in a segment of its own or
+/// lies wholly inside the one it shares. The sender closes a held segment (pushes it) when
+/// it stops sending with one open ([`Packer::is_open`]); TCP also sends a held segment on
+/// its own at the next acknowledgement, so a segment is never held for long.
+///
+/// Segments are counted from the first octet after a closed one; TCP cuts its packets at
+/// multiples of the MSS from there, so an FPDU that ends `end` octets into a segment leaves
+/// `mss - end` octets of room. If TCP sends a held segment early (an acknowledgement came),
+/// the packer's idea of the fill is too high, which only packs less.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packer {
+    /// Octets in the segment held open; 0 when none is.
+    fill: usize,
+}
+
+/// What to do with one FPDU, from [`Packer::plan`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pack {
+    /// Close the segment held open before handing this FPDU over: it would not fit.
+    pub close_first: bool,
+    /// Hand this FPDU over with the segment held open for the next one.
+    pub hold: bool,
+}
+
+impl Packer {
+    /// No segment held open.
+    pub const fn new() -> Self {
+        Self { fill: 0 }
+    }
+
+    /// Plans the handing over of an FPDU of `len` octets on a connection whose segments
+    /// carry `mss` octets; `next` is the length of the FPDU that follows at once, if one
+    /// is ready. The FPDU is held only if the next one fits wholly behind it.
+    pub fn plan(&mut self, len: usize, mss: usize, next: Option<usize>) -> Pack {
+        let close_first = self.fill != 0 && self.fill.saturating_add(len) > mss;
+        let start = if close_first { 0 } else { self.fill };
+        let end = start.saturating_add(len).checked_rem(mss).unwrap_or(0);
+        let hold = end != 0 && next.is_some_and(|n| n > 0 && end.saturating_add(n) <= mss);
+        self.fill = if hold { end } else { 0 };
+        Pack { close_first, hold }
+    }
+
+    /// Whether a segment is held open: the sender closes it when it stops sending.
+    pub const fn is_open(&self) -> bool {
+        self.fill != 0
+    }
+
+    /// The segment held open was closed (pushed to TCP's output): none is held now.
+    pub fn closed(&mut self) {
+        self.fill = 0;
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::indexing_slicing,
@@ -410,5 +475,98 @@ mod tests {
         );
         assert_eq!(decode_marker([9, 9, 0x01, 0x07]), 0x104);
         assert_eq!(fpdu_len(42), 48);
+    }
+
+    const HELD: Pack = Pack {
+        close_first: false,
+        hold: true,
+    };
+
+    #[test]
+    fn packer_holds_small_fpdus_while_the_next_fits() {
+        let mut p = Packer::new();
+        // 92-octet FPDUs (64-byte Writes) into 1448-octet segments: 15 fit.
+        let mut held = 0;
+        for i in 0..15 {
+            let next = if i < 14 { Some(92) } else { None };
+            let k = p.plan(92, 1448, next);
+            assert!(!k.close_first);
+            held += usize::from(k.hold);
+        }
+        assert_eq!(held, 14);
+        assert!(!p.is_open(), "the last one, with nothing behind it, closes");
+        // A 16th would not fit behind 15 (15 x 92 = 1380, room 68): the 15th is not held,
+        // and the 16th starts a segment of its own.
+        let mut p = Packer::new();
+        for _ in 0..14 {
+            assert!(p.plan(92, 1448, Some(92)).hold);
+        }
+        assert_eq!(p.plan(92, 1448, Some(92)), Pack::default());
+        assert_eq!(p.plan(92, 1448, Some(92)), HELD);
+        // A wrong guess (a small one announced, a large one came): closed first.
+        let mut p = Packer::new();
+        assert!(p.plan(92, 1448, Some(36)).hold);
+        let k = p.plan(1400, 1448, None);
+        assert_eq!(
+            k,
+            Pack {
+                close_first: true,
+                hold: false
+            }
+        );
+    }
+
+    #[test]
+    fn packer_puts_a_message_tail_and_a_small_one_together() {
+        // An NVMe-oF read's data (a 4 KiB Write, one FPDU of 4120 octets over GSO_EXP) and
+        // its response (a Send of 16 octets: 44 on the wire): the Send rides in the Write's
+        // last segment, 4120 mod 1448 = 1224 octets into it.
+        let mut p = Packer::new();
+        assert_eq!(p.plan(4120, 1448, Some(44)), HELD);
+        assert!(p.is_open());
+        assert_eq!(p.plan(44, 1448, None), Pack::default());
+        assert!(!p.is_open());
+    }
+
+    #[test]
+    fn packer_never_holds_a_full_segment_or_for_nothing() {
+        let mut p = Packer::new();
+        // An FPDU that fills its segments exactly leaves nothing to share.
+        assert_eq!(p.plan(1448, 1448, Some(92)), Pack::default());
+        assert_eq!(p.plan(2 * 1448, 1448, Some(92)), Pack::default());
+        // Nothing ready behind it, or something that cannot fit behind it.
+        assert_eq!(p.plan(92, 1448, None), Pack::default());
+        assert_eq!(p.plan(92, 1448, Some(1448)), Pack::default());
+        assert_eq!(p.plan(92, 1448, Some(0)), Pack::default());
+        // No MSS known: never held.
+        assert_eq!(p.plan(92, 0, Some(92)), Pack::default());
+        assert!(!p.is_open());
+    }
+
+    #[test]
+    fn packer_keeps_every_fpdu_whole_in_a_segment() {
+        // Whatever the lengths and guesses, with closes honoured: an FPDU that starts in a
+        // held segment ends inside it.
+        let mss = 1448;
+        let lens = [
+            92usize, 44, 4120, 36, 1448, 700, 800, 20, 16404, 92, 92, 1300, 200,
+        ];
+        for skip in 0..lens.len() {
+            let mut p = Packer::new();
+            let mut fill = 0usize;
+            for (i, &len) in lens.iter().enumerate().skip(skip) {
+                // The guess: the true next length, or a wrong one every third FPDU.
+                let next = lens.get(i + 1).map(|&n| if i % 3 == 0 { 20 } else { n });
+                let k = p.plan(len, mss, next);
+                if k.close_first {
+                    fill = 0;
+                }
+                if fill != 0 {
+                    assert!(fill + len <= mss, "FPDU {i} of {len} straddles at {fill}");
+                }
+                fill = if k.hold { (fill + len) % mss } else { 0 };
+                assert_eq!(p.is_open(), fill != 0);
+            }
+        }
     }
 }

@@ -13,7 +13,7 @@
 //! zero-length message is exactly one segment (RFC 5041 section 5.2).
 
 use super::ddp::{DdpHdr, TaggedHdr, UntaggedHdr};
-use super::fpdu::pad_len;
+use super::fpdu::{fpdu_len, pad_len};
 use super::rdmap::{FpduHeader, Opcode, RdmapHdr, MAX_HDR_LEN, MPA_LEN_FIELD};
 
 /// Where a message goes.
@@ -261,10 +261,37 @@ impl Segmenter {
         Some((fpdu, info))
     }
 
+    /// The length on the wire (without markers) of the next FPDU, or `None` after the
+    /// last: what a sender packing FPDUs into TCP segments needs to know in advance
+    /// (see [`super::fpdu::Packer`]).
+    pub fn next_wire_len(&self) -> Option<usize> {
+        let (fpdu, _) = self.next_header()?;
+        Some(fpdu_len(fpdu.ulpdu_len))
+    }
+
     fn advance(&mut self, info: &SegmentInfo) {
         self.offset = info.payload_offset.saturating_add(info.payload_len);
         self.done = info.last;
     }
+}
+
+/// The length on the wire (without markers) of the first FPDU of a message of `opcode`
+/// carrying `len` payload octets, segmented for `mulpdu` as [`Segmenter::new`] does; `None`
+/// if no FPDU of that MULPDU could carry it. A guess about a message not yet taken (its
+/// length may still change) costs at most a TCP segment ended early.
+pub fn first_wire_len(opcode: Opcode, len: u32, mulpdu: u16) -> Option<usize> {
+    let hdr_ulp = opcode.header_len().checked_sub(MPA_LEN_FIELD)?;
+    let room = usize::from(mulpdu).checked_sub(hdr_ulp)?;
+    let len = usize::try_from(len).ok()?;
+    let payload = if opcode.max_payload() == u32::MAX {
+        len.min(room)
+    } else if len <= room {
+        len
+    } else {
+        return None;
+    };
+    let ulpdu = u16::try_from(hdr_ulp.checked_add(payload)?).ok()?;
+    Some(fpdu_len(ulpdu))
 }
 
 impl Iterator for Segmenter {

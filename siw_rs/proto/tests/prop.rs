@@ -23,7 +23,7 @@ use siw_proto::fpdu::mulpdu;
 use siw_proto::mpa::*;
 use siw_proto::rdmap::*;
 use siw_proto::rx::{Receiver, RxConfig};
-use siw_proto::segment::{Message, Segmenter, Target};
+use siw_proto::segment::{first_wire_len, Message, Segmenter, Target};
 
 fn cfg(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -636,5 +636,39 @@ proptest! {
             );
         }
         prop_assert_eq!(into.next_into(&mut [0u8; MAX_HDR_LEN]), None);
+    }
+
+    /// The lengths a packing sender plans with are those of the FPDUs it then sends:
+    /// `next_wire_len` before each segment, and `first_wire_len` from the opcode and length
+    /// alone, for every message the segmenter takes.
+    #[test]
+    fn wire_lengths_are_predicted(
+        (op, rdmap) in proptest::sample::select(Opcode::ALL.to_vec())
+            .prop_flat_map(|op| (Just(op), arb_rdmap(op))),
+        len in prop_oneof![0u32..16, 0u32..5000],
+        to in 0u64..1 << 40,
+        mul in 20u16..3000,
+    ) {
+        let target = if op.is_tagged() {
+            Target::Tagged { stag: 1, to }
+        } else {
+            Target::Untagged { qn: op.queue().unwrap_or(0), msn: 1, rsvd_ulp: 0 }
+        };
+        let msg = Message { opcode: op, target, rdmap, len };
+        let Ok(mut seg) = Segmenter::new(msg, mul) else { return Ok(()) };
+        let mut first = true;
+        loop {
+            let predicted = seg.next_wire_len();
+            let Some(s) = seg.next() else {
+                prop_assert_eq!(predicted, None);
+                break;
+            };
+            let wire = s.header().len() + s.payload_len as usize + s.pad + 4;
+            prop_assert_eq!(predicted, Some(wire));
+            if first {
+                prop_assert_eq!(first_wire_len(op, len, mul), Some(wire));
+                first = false;
+            }
+        }
     }
 }
