@@ -181,6 +181,17 @@ pub(crate) const WQE_FLAGS: usize = offset_of!(Sqe, flags);
 pub(crate) const CQE_FLAGS: usize = offset_of!(Cqe, flags);
 /// Offset of inline data in an SQE (`sge[1]`).
 pub(crate) const SQE_INLINE: usize = offset_of!(Sqe, sge) + size_of::<Sge>();
+/// Offset of `num_sge` in an SQE; `opcode` follows it.
+pub(crate) const SQE_NUM_SGE: usize = offset_of!(Sqe, num_sge);
+const _: () = assert!(offset_of!(Sqe, opcode) == SQE_NUM_SGE + 1);
+
+/// Offset of the length of SGE `i` in an SQE (of the inline data's, for `i` = 0 in an
+/// inline element).
+pub(crate) const fn sqe_sge_len(i: usize) -> usize {
+    offset_of!(Sqe, sge)
+        .saturating_add(i.saturating_mul(size_of::<Sge>()))
+        .saturating_add(offset_of!(Sge, length))
+}
 
 // The elements are the C header's, byte for byte.
 const _: () = {

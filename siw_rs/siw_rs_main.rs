@@ -113,6 +113,10 @@ module! {
             default: 1024,
             description: "Receive in the socket's data-ready callback (softirq, as the C siw; no hand-off per message) while at most this many bytes wait in the socket; above it, the connection's work reads them in one batch (fewer reads and window updates for bulk data). 0: always the work",
         },
+        fpdu_pack: bool {
+            default: true,
+            description: "Pack FPDUs that are ready together (a chain of work requests, a message tail and the next message) into one TCP segment, each wholly inside it (RFC 5044 section 5.1); the C siw sends a segment per FPDU. 0: a segment per FPDU",
+        },
         max_fpdu: u32 {
             default: 0,
             description: "Largest FPDU in bytes, to cut FPDUs shorter than one TCP segment (MSS, the C siw's size and the default: 0); at most 16384. Where fpdu_gso is agreed, FPDUs are this long (0: 16384) whatever the MSS",

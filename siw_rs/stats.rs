@@ -45,10 +45,13 @@ pub(crate) enum Counter {
     ConnectionsRefused,
     /// DDP over SCTP: messages that came before their DDP-SSN's turn and were held until it.
     SctpHeld,
+    /// FPDUs handed to TCP with their segment held open for the next FPDU, which then
+    /// shared it (RFC 5044 section 5.1 packing; `fpdu_pack`).
+    TxPacked,
 }
 
 /// How many counters there are.
-pub(crate) const COUNT: usize = 11;
+pub(crate) const COUNT: usize = 12;
 
 /// The counters' names, in [`Counter`]'s order (`rdma statistic show`).
 pub(crate) const NAMES: &[&CStr] = &[
@@ -63,6 +66,7 @@ pub(crate) const NAMES: &[&CStr] = &[
     c"connections_established",
     c"connections_refused",
     c"sctp_held",
+    c"tx_fpdus_packed",
 ];
 
 const _: () = assert!(NAMES.len() == COUNT);

@@ -23,17 +23,17 @@ use crate::{
     proto::{
         ddp::{QN_ATOMIC_RESPONSE, QN_READ_REQUEST, QN_SEND},
         error::TermError,
-        fpdu::{mulpdu, trailer, write_fpdu, MarkerTx},
+        fpdu::{mulpdu, trailer, write_fpdu, MarkerTx, Pack, Packer},
         mpa::Rtr,
         rdmap::{
             build_terminate, AtomicRequest, AtomicResponse, Opcode, RdmapHdr, ReadRequest,
             AOP_CMP_SWAP, AOP_FETCH_ADD, ATOMIC_LEN, MAX_HDR_LEN,
         },
         sctp::{SsnCounter, PPID_DDP_SEGMENT},
-        segment::{Message, SegmentError, Segmenter, Target},
+        segment::{first_wire_len, Message, SegmentError, Segmenter, Target},
     },
     qp::{sq_completion, LinkParams, QpCore, QpState, OK},
-    queue::{AtomicWqe, RegMrWqe, Sqe, SQE_IMM, SQE_INLINE, WQE_FLAGS},
+    queue::{sqe_sge_len, AtomicWqe, RegMrWqe, Sqe, SQE_IMM, SQE_INLINE, SQE_NUM_SGE, WQE_FLAGS},
     stats::Counter,
 };
 use core::sync::atomic::Ordering;
@@ -244,6 +244,8 @@ struct Fpdu {
     last: bool,
     /// Framed whole in [`Marked::wire`], `total` bytes.
     staged: bool,
+    /// Handed to TCP with the segment held open for the next FPDU (see [`Packer`]).
+    hold: bool,
 }
 
 impl Fpdu {
@@ -259,6 +261,7 @@ impl Fpdu {
         total: 0,
         last: false,
         staged: false,
+        hold: false,
     };
 
     /// Starts an FPDU of `hdr_len` header octets (already in `hdr`) and `pay_len` payload
@@ -272,6 +275,7 @@ impl Fpdu {
         self.total = 0;
         self.last = last;
         self.staged = false;
+        self.hold = false;
     }
 
     /// Ends the FPDU started: its trailer, `pad` octets and the CRC (none over SCTP), and
@@ -368,6 +372,8 @@ pub(crate) struct TxState {
     rtr: Option<Rtr>,
     /// Markers we insert, when the peer asked for them.
     marked: Option<KBox<Marked>>,
+    /// The TCP segment held open for FPDUs ready together (`fpdu_pack`).
+    packer: Packer,
 }
 
 /// Why transmission stopped for good.
@@ -396,6 +402,7 @@ impl TxState {
             } else {
                 None
             },
+            packer: Packer::new(),
         })
     }
 
@@ -473,11 +480,36 @@ pub(crate) enum Ran {
 ///
 /// Each pass takes work if none is under way, frames the next FPDU if none is queued, and
 /// hands the queued one to TCP: a message of one FPDU goes out in one pass.
+///
+/// FPDUs ready together share TCP segments (see [`Packer`]); a segment still held open when
+/// the run ends is pushed, unless TCP's buffer is full (then data is in flight, and TCP
+/// sends it at the next acknowledgement).
 pub(crate) fn run(
     qp: &QpCore,
     st: &mut QpState,
     sock: &Socket,
+    ssn: Option<&mut SsnCounter>,
+) -> Result<Ran, TxStop> {
+    let mut blocked = false;
+    let r = passes(qp, st, sock, ssn, &mut blocked);
+    if !blocked {
+        if let Some(link) = st.link_mut() {
+            if link.tx.packer.is_open() {
+                link.tx.packer.closed();
+                sock.push();
+            }
+        }
+    }
+    r
+}
+
+/// [`run`]'s passes; `blocked` is set when TCP's buffer is full.
+fn passes(
+    qp: &QpCore,
+    st: &mut QpState,
+    sock: &Socket,
     mut ssn: Option<&mut SsnCounter>,
+    blocked: &mut bool,
 ) -> Result<Ran, TxStop> {
     let mut burst = 0u32;
     loop {
@@ -491,12 +523,32 @@ pub(crate) fn run(
                 Took::Stop(ran) => return Ok(ran),
             }
         }
+        // The slot after the element taken: a packing guess looks there.
+        let sq_next = st.sq_get();
         let Some(link) = st.link_mut() else {
             return Ok(Ran::Idle);
         };
         let tx = &mut link.tx;
         if !tx.fpdu.queued && !frame(tx, link.params.crc, link.params.sctp.is_some())? {
             continue;
+        }
+        if tx.fpdu.sent == 0 && ssn.is_none() && !tx.fpdu.staged && packing() {
+            let mss = sock.mss() as usize;
+            // An FPDU that fills a segment alone is never held: nothing to look for.
+            let next = if tx.fpdu.total < mss {
+                next_wire_len(qp, tx, &link.params, sock, sq_next, burst)
+            } else {
+                None
+            };
+            let pack = if next.is_some() || tx.packer.is_open() {
+                tx.packer.plan(tx.fpdu.total, mss, next)
+            } else {
+                Pack::default()
+            };
+            if pack.close_first {
+                sock.push();
+            }
+            tx.fpdu.hold = pack.hold;
         }
         let f = &mut tx.fpdu;
         let a = &tx.active;
@@ -526,11 +578,14 @@ pub(crate) fn run(
         let r = if next_ssn.is_some() {
             sock.send_message(iov.as_slice(), PPID_DDP_SEGMENT)
         } else {
-            sock.send(iov.as_slice(), f.sent, false, false)
+            sock.send(iov.as_slice(), f.sent, false, f.hold)
         };
         match r {
             Ok(k) => f.sent = f.sent.saturating_add(k),
-            Err(e) if e == EAGAIN => return Ok(Ran::Idle),
+            Err(e) if e == EAGAIN => {
+                *blocked = true;
+                return Ok(Ran::Idle);
+            }
             Err(_) => return Err(TxStop::Failed),
         }
         if f.sent >= f.total {
@@ -539,11 +594,15 @@ pub(crate) fn run(
         }
         if f.sent < f.total {
             // TCP's buffer is full; the write-space callback resumes us.
+            *blocked = true;
             return Ok(Ran::Idle);
         }
         let last = f.last;
         qp.stats().add(Counter::TxFpdus, 1);
         qp.stats().add(Counter::TxBytes, u64::from(f.pay_len));
+        if f.hold {
+            qp.stats().add(Counter::TxPacked, 1);
+        }
         f.queued = false;
         if last {
             // Looked at in place: taking the element out would copy its ~390 octets
@@ -871,6 +930,77 @@ fn fpdu_mul(params: &LinkParams, marked: bool, sock: &Socket) -> u16 {
     } else {
         mulpdu(mss, false)
     }
+}
+
+/// Whether FPDUs ready together are packed into TCP segments (`fpdu_pack`).
+fn packing() -> bool {
+    crate::module_parameters::fpdu_pack.value()
+}
+
+/// The wire length of the FPDU that follows the queued one at once, if one is ready: the
+/// active message's next FPDU, its Immediate Data message, the peer's next Read or Atomic
+/// to answer, or the user's next send queue element (in [`take_work`]'s order). For a send
+/// queue element it is a guess (the slot is the user's until taken, and the element may have
+/// to wait for a fence or the ORD): a wrong one only ends a TCP segment early. A Terminate
+/// or an RTR message goes alone.
+fn next_wire_len(
+    qp: &QpCore,
+    tx: &TxState,
+    params: &LinkParams,
+    sock: &Socket,
+    sq_next: u32,
+    burst: u32,
+) -> Option<usize> {
+    let a = &tx.active;
+    if !tx.fpdu.last {
+        return a.seg.next_wire_len();
+    }
+    if let Some(seg) = a.then.as_ref() {
+        return seg.next_wire_len();
+    }
+    if a.term || tx.term.is_some() || tx.rtr.is_some() {
+        return None;
+    }
+    let mul = || fpdu_mul(params, tx.marked.is_some(), sock);
+    match tx.irq.first() {
+        Some(Inbound::Read(rr)) => return first_wire_len(Opcode::ReadResponse, rr.size, mul()),
+        Some(Inbound::Atomic { .. }) => return first_wire_len(Opcode::AtomicResponse, 0, mul()),
+        None => {}
+    }
+    if burst >= SQ_BURST {
+        return None;
+    }
+    let sq = qp.sq();
+    let off = sq.offset(sq_next, SQE_SIZE);
+    let flags = sq
+        .mem
+        .atomic_u16(off.saturating_add(WQE_FLAGS))?
+        .load(Ordering::Acquire);
+    if flags & wqe::VALID == 0 {
+        return None;
+    }
+    let [nsge, opcode] = sq.mem.read::<[u8; 2]>(off.saturating_add(SQE_NUM_SGE))?;
+    let (opcode, payload) = match opcode {
+        op::WRITE | op::WRITE_WITH_IMM => (Opcode::RdmaWrite, true),
+        op::SEND | op::SEND_REMOTE_INV => (Opcode::Send, true),
+        op::READ | op::READ_LOCAL_INV => (Opcode::ReadRequest, false),
+        op::FETCH_AND_ADD | op::COMP_AND_SWAP => (Opcode::AtomicRequest, false),
+        // A local operation sends nothing; what comes after it is not looked for.
+        _ => return None,
+    };
+    let sge_len = |i: usize| {
+        sq.mem
+            .read::<u32>(off.saturating_add(sqe_sge_len(i)))
+            .unwrap_or(0)
+    };
+    let len = if !payload {
+        0
+    } else if flags & wqe::INLINE != 0 {
+        sge_len(0)
+    } else {
+        (0..usize::from(nsge).min(MAX_SGE)).fold(0u32, |n, i| n.saturating_add(sge_len(i)))
+    };
+    first_wire_len(opcode, len, mul())
 }
 
 fn push<'a>(iov: &mut IoVecs<'a>, v: IoVec<'a>) -> Result<(), TxStop> {

@@ -744,6 +744,18 @@ impl Socket {
         Ok(0)
     }
 
+    /// Ends a TCP segment that [`Self::send`] held open with `more`: TCP sends what it
+    /// holds now (as far as its windows allow; it sends the rest when acknowledgements
+    /// come). TCP only: the socket has Nagle off, and setting that again is the one
+    /// exported call that pushes pending frames (`tcp_push_pending_frames()` is not
+    /// exported).
+    pub(crate) fn push(&self) {
+        if self.transport == Transport::Tcp {
+            // SAFETY: A live TCP socket; the call takes the socket lock itself.
+            unsafe { bindings::tcp_sock_set_nodelay(self.sk()) };
+        }
+    }
+
     /// Reads what the socket holds, passing each piece to `f`, which returns how much of it
     /// it consumed; consuming less stops the read (the rest stays queued). Returns the bytes
     /// consumed. A piece is an [`IoVec`], not a `&[u8]`: an skb may reference pages others

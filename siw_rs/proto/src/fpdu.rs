@@ -343,6 +343,14 @@ impl Out<'_> {
 /// it stops sending with one open ([`Packer::is_open`]); TCP also sends a held segment on
 /// its own at the next acknowledgement, so a segment is never held for long.
 ///
+/// Only an FPDU that fits in the segment's room is held. A longer one (a message's tail
+/// segment, an FPDU of more than one MSS) goes out closed: TCP would send the full
+/// segments of a held one at once and split off the partial tail to wait, which costs an
+/// skb split and, with TSO or over a veth (where an skb is not cut into segments before
+/// the device), saves no packet. Measured on NVMe-oF 4 KiB random reads, whose target
+/// posts a 4 KiB Write and its response Send together: holding the Write's tail for the
+/// Send cost 3% of the IOPS.
+///
 /// Segments are counted from the first octet after a closed one; TCP cuts its packets at
 /// multiples of the MSS from there, so an FPDU that ends `end` octets into a segment leaves
 /// `mss - end` octets of room. If TCP sends a held segment early (an acknowledgement came),
@@ -370,12 +378,13 @@ impl Packer {
 
     /// Plans the handing over of an FPDU of `len` octets on a connection whose segments
     /// carry `mss` octets; `next` is the length of the FPDU that follows at once, if one
-    /// is ready. The FPDU is held only if the next one fits wholly behind it.
+    /// is ready. The FPDU is held only if it fits in the segment and the next one fits
+    /// wholly behind it.
     pub fn plan(&mut self, len: usize, mss: usize, next: Option<usize>) -> Pack {
         let close_first = self.fill != 0 && self.fill.saturating_add(len) > mss;
         let start = if close_first { 0 } else { self.fill };
-        let end = start.saturating_add(len).checked_rem(mss).unwrap_or(0);
-        let hold = end != 0 && next.is_some_and(|n| n > 0 && end.saturating_add(n) <= mss);
+        let end = start.saturating_add(len);
+        let hold = end < mss && next.is_some_and(|n| n > 0 && end.saturating_add(n) <= mss);
         self.fill = if hold { end } else { 0 };
         Pack { close_first, hold }
     }
@@ -517,15 +526,30 @@ mod tests {
     }
 
     #[test]
-    fn packer_puts_a_message_tail_and_a_small_one_together() {
+    fn packer_never_holds_an_fpdu_longer_than_the_room() {
         // An NVMe-oF read's data (a 4 KiB Write, one FPDU of 4120 octets over GSO_EXP) and
-        // its response (a Send of 16 octets: 44 on the wire): the Send rides in the Write's
-        // last segment, 4120 mod 1448 = 1224 octets into it.
+        // its response (a Send of 16 octets: 44 on the wire): the Write goes out closed,
+        // though the Send would fit in its last segment.
         let mut p = Packer::new();
-        assert_eq!(p.plan(4120, 1448, Some(44)), HELD);
-        assert!(p.is_open());
-        assert_eq!(p.plan(44, 1448, None), Pack::default());
+        assert_eq!(p.plan(4120, 1448, Some(44)), Pack::default());
         assert!(!p.is_open());
+        // One that does not fit behind the held ones closes their segment first.
+        assert!(p.plan(700, 1448, Some(700)).hold);
+        assert_eq!(
+            p.plan(800, 1448, Some(44)),
+            Pack {
+                close_first: true,
+                hold: true
+            }
+        );
+        // (1400 and a 44-octet Send would fit one segment; 1400 and 100 do not.)
+        assert_eq!(
+            p.plan(1400, 1448, Some(100)),
+            Pack {
+                close_first: true,
+                hold: false
+            }
+        );
     }
 
     #[test]
@@ -564,7 +588,10 @@ mod tests {
                 if fill != 0 {
                     assert!(fill + len <= mss, "FPDU {i} of {len} straddles at {fill}");
                 }
-                fill = if k.hold { (fill + len) % mss } else { 0 };
+                if k.hold {
+                    assert!(fill + len < mss, "FPDU {i} of {len} held past the room");
+                }
+                fill = if k.hold { fill + len } else { 0 };
                 assert_eq!(p.is_open(), fill != 0);
             }
         }
