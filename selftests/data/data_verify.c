@@ -21,6 +21,10 @@
  *                is done with a connection, and the server waits (30 s at most) for its
  *                own QP to go to ERROR before it tears the connection down. The data and
  *                error phases and -q are the same as with rdma_cm, byte for byte.
+ *   -l           (client) chains: the write phase posts its Write and the request to check
+ *                it, the send phase the announcement and its Send, each pair with one
+ *                ibv_post_send, so that the driver has both at once (siw_rs packs such
+ *                FPDUs into shared TCP segments, RFC 5044 section 5.1)
  *   -v           progress on stderr
  *
  * Data phase (client-driven, message sizes from 1 byte to 256 KiB):
@@ -95,7 +99,7 @@ struct conn {
 	struct ctl peer;
 };
 
-static int verbose, use_srq;
+static int verbose, use_srq, chain;
 /* 0: data phase; 1: -e; 2: -E (the peer is the kernel's C siw) */
 static int error_phase;
 
@@ -264,16 +268,24 @@ static struct ctl recv_ctl(struct conn *c)
 	return m;
 }
 
+/* Fills *wr (and *sge) with the Send of control message m, not posted yet. */
+static void ctl_wr(struct conn *c, struct ctl *m, struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+	*sge = (struct ibv_sge){ (uintptr_t)&c->ctl_out, sizeof(*m), c->ctl_mr->lkey };
+	*wr = (struct ibv_send_wr){
+		.wr_id = 1, .sg_list = sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	c->ctl_out = *m;
+}
+
 /* Posts a control message; its send completion is the caller's to take. */
 static void post_ctl(struct conn *c, struct ctl *m)
 {
-	struct ibv_sge sge = { (uintptr_t)&c->ctl_out, sizeof(*m), c->ctl_mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
 
-	c->ctl_out = *m;
+	ctl_wr(c, m, &wr, &sge);
 	if (ibv_post_send(c->qp, &wr, &bad))
 		die("post_send ctl");
 }
@@ -785,14 +797,15 @@ static int result(struct conn *c)
 	return recv_ctl(c).ok;
 }
 
-/* Posts a WR whose local data is `len` bytes at buf+off, split into `nsge` SGEs. */
-static void post_split(struct conn *c, enum ibv_wr_opcode op, uint32_t off, uint32_t len,
-		       int nsge, uint64_t raddr, uint32_t rkey, int inl)
+/* Fills *wr (and sge[3]) with a WR whose local data is `len` bytes at buf+off, split into
+ * `nsge` SGEs; not posted yet. */
+static void split_wr(struct conn *c, enum ibv_wr_opcode op, uint32_t off, uint32_t len,
+		     int nsge, uint64_t raddr, uint32_t rkey, int inl, struct ibv_send_wr *w,
+		     struct ibv_sge *sge)
 {
-	struct ibv_sge sge[3];
 	struct ibv_send_wr wr = {
 		.wr_id = 2, .sg_list = sge, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	};
 	uint32_t a = len / 3, b = len / 2;
 
 	if (nsge == 3 && len >= 3) {
@@ -810,8 +823,34 @@ static void post_split(struct conn *c, enum ibv_wr_opcode op, uint32_t off, uint
 		wr.send_flags |= IBV_SEND_INLINE;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
+	*w = wr;
+}
+
+/* Posts a WR whose local data is `len` bytes at buf+off, split into `nsge` SGEs. */
+static void post_split(struct conn *c, enum ibv_wr_opcode op, uint32_t off, uint32_t len,
+		       int nsge, uint64_t raddr, uint32_t rkey, int inl)
+{
+	struct ibv_sge sge[3];
+	struct ibv_send_wr wr, *bad;
+
+	split_wr(c, op, off, len, nsge, raddr, rkey, inl, &wr, sge);
 	if (ibv_post_send(c->qp, &wr, &bad))
 		die("post_send");
+}
+
+/* -l: posts `first` and `second` with one ibv_post_send and waits for both completions,
+ * in order. */
+static void post_pair(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *second,
+		      const char *what)
+{
+	struct ibv_send_wr *bad;
+
+	first->next = second;
+	second->next = NULL;
+	if (ibv_post_send(c->qp, first, &bad))
+		die("post_send (chain)");
+	wait_ok(c, first->opcode == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE : IBV_WC_SEND, what);
+	wait_ok(c, IBV_WC_SEND, what);
 }
 
 static int client_data(const char *addr, uint64_t total)
@@ -832,11 +871,23 @@ static int client_data(const char *addr, uint64_t total)
 
 		/* write */
 		fill(c.buf + off, len, ++seed);
-		post_split(&c, IBV_WR_RDMA_WRITE, off, len, nsge, c.peer.addr + off, c.peer.rkey,
-			   len <= 64 && (n & 2));
-		wait_ok(&c, IBV_WC_RDMA_WRITE, "write");
 		m = (struct ctl){ .cmd = CMD_CHECK_WRITE, .addr = off, .len = len, .seed = seed };
-		send_ctl(&c, &m);
+		if (chain) {
+			/* The Write and the request to check it, in one post: RDMA orders the
+			 * Send behind the Write's placement (RFC 5040 section 5.5). */
+			struct ibv_send_wr w, cw;
+			struct ibv_sge ws[3], cs;
+
+			split_wr(&c, IBV_WR_RDMA_WRITE, off, len, nsge, c.peer.addr + off,
+				 c.peer.rkey, len <= 64 && (n & 2), &w, ws);
+			ctl_wr(&c, &m, &cw, &cs);
+			post_pair(&c, &w, &cw, "write and check (chain)");
+		} else {
+			post_split(&c, IBV_WR_RDMA_WRITE, off, len, nsge, c.peer.addr + off,
+				   c.peer.rkey, len <= 64 && (n & 2));
+			wait_ok(&c, IBV_WC_RDMA_WRITE, "write");
+			send_ctl(&c, &m);
+		}
 		if (!result(&c)) {
 			fprintf(stderr, "write of %u bytes (%d SGEs) corrupted\n", len, nsge);
 			bad = 1;
@@ -860,9 +911,19 @@ static int client_data(const char *addr, uint64_t total)
 		/* send: announced, then sent */
 		fill(c.buf + off, len, ++seed);
 		m = (struct ctl){ .cmd = CMD_SEND_NEXT, .len = len, .seed = seed };
-		send_ctl(&c, &m);
-		post_split(&c, IBV_WR_SEND, off, len, nsge, 0, 0, len <= 64 && (n & 2));
-		wait_ok(&c, IBV_WC_SEND, "send");
+		if (chain) {
+			struct ibv_send_wr cw, w;
+			struct ibv_sge cs, ws[3];
+
+			ctl_wr(&c, &m, &cw, &cs);
+			split_wr(&c, IBV_WR_SEND, off, len, nsge, 0, 0, len <= 64 && (n & 2), &w,
+				 ws);
+			post_pair(&c, &cw, &w, "announcement and send (chain)");
+		} else {
+			send_ctl(&c, &m);
+			post_split(&c, IBV_WR_SEND, off, len, nsge, 0, 0, len <= 64 && (n & 2));
+			wait_ok(&c, IBV_WC_SEND, "send");
+		}
 		if (!result(&c)) {
 			fprintf(stderr, "send of %u bytes (%d SGEs) corrupted\n", len, nsge);
 			bad = 1;
@@ -939,7 +1000,7 @@ int main(int argc, char **argv)
 	uint64_t mb = 8;
 	int server = -1, opt, bad = 0;
 
-	while ((opt = getopt(argc, argv, "s:c:m:eEvqg:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:m:eEvqlg:d:")) != -1) {
 		switch (opt) {
 		case 's': server = 1; addr = optarg; break;
 		case 'c': server = 0; addr = optarg; break;
@@ -948,6 +1009,7 @@ int main(int argc, char **argv)
 		case 'E': error_phase = 2; break;
 		case 'v': verbose = 1; break;
 		case 'q': use_srq = 1; break;
+		case 'l': chain = 1; break;
 		case 'g': gid_index = atoi(optarg); break;
 		case 'd': gid_dev = optarg; break;
 		default: return 2;

@@ -50,3 +50,38 @@ def streams(data):
                 break  # a hole (not captured): stop there
             buf[off:off + len(p)] = p
         yield key, bytes(buf)
+
+
+def syn_mss(frame):
+    """(stream key, MSS the sender of a SYN announces, timestamps offered) of an
+    Ethernet/IPv4/TCP SYN frame, or None."""
+    if len(frame) < 34 or frame[12:14] != b"\x08\x00":
+        return None
+    ip = frame[14:]
+    ihl = (ip[0] & 0x0F) * 4
+    if ip[9] != 6:
+        return None
+    tcp = ip[ihl:]
+    if len(tcp) < 20 or not tcp[13] & 0x02:
+        return None
+    sport, dport = struct.unpack(">HH", tcp[:4])
+    doff = (tcp[12] >> 4) * 4
+    opts, i, mss, ts = tcp[20:doff], 0, None, False
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            break
+        if kind == 1:
+            i += 1
+            continue
+        if i + 1 >= len(opts) or opts[i + 1] < 2:
+            break
+        n = opts[i + 1]
+        if kind == 2 and n == 4:
+            mss = struct.unpack(">H", opts[i + 2:i + 4])[0]
+        elif kind == 8:
+            ts = True
+        i += n
+    src = ".".join(map(str, ip[12:16]))
+    dst = ".".join(map(str, ip[16:20]))
+    return f"{src}:{sport}>{dst}:{dport}", mss, ts
