@@ -30,6 +30,11 @@ perf=(
 	"send_bw 1M|ib_send_bw -s 1048576 -n 20"
 	"write_rate 64|ib_write_bw -s 64 -n 5000"
 	"send_rate 64|ib_send_bw -s 64 -n 5000"
+	# The same, posted 16 at a time (perftest's post list: one ibv_post_send, one doorbell
+	# per 16): what a driver can make of work requests that come together (siw_rs packs
+	# their FPDUs into shared TCP segments, fpdu_pack).
+	"write_rate 64 list|ib_write_bw -s 64 -n 4800 -l 16"
+	"send_rate 64 list|ib_send_bw -s 64 -n 4800 -l 16"
 	"write_lat 8|ib_write_lat -s 8 -n 300"
 	"write_lat 4K|ib_write_lat -s 4096 -n 300"
 	"send_lat 8|ib_send_lat -s 8 -n 300"
