@@ -383,7 +383,7 @@ pingpong() {
 	log "$prog $cargs${4:+ (one device)}: $(grep -E "$done_re" <<<"$out")"
 }
 
-# perftest_close_race OUT: perftest's exchange at the end of a run over rdma_cm failed, on
+# perftest_close_race NAME: perftest's exchange at the end of a run over rdma_cm failed, on
 # one side or both. Each side sends its last message on the connection perftest keeps for
 # its own exchanges and disconnects once that Send completes; an iWARP Send completes when
 # it is handed to TCP, not when the peer's receive took it, so a side that is quick to
@@ -393,8 +393,12 @@ pingpong() {
 # `ib_send_bw -R -s 64 -n 8000 -l 16` 24 times, 3 failed so with siw_rs (as of ec2efb6, and
 # of f9cede8 with FPDU packing on, 2 with it off), and 1 of 16 with the C siw at both ends
 # (2026-12-02). The data was moved: the servers had printed their results.
+# With NAME, after perftest_once: whether its failed run met this race; if so, it is logged
+# as retried, with both sides' last words.
 perftest_close_race() {
-	has 'Failed to close connection between server and client|Failed to exchange data between server and clients|Unable to read (to|from) socket/rdma_cm' "$1"
+	has 'Failed to close connection between server and client|Failed to exchange data between server and clients|Unable to read (to|from) socket/rdma_cm' "$PERF_OUT$(cat /tmp/perf-s.out)" ||
+		return 1
+	log "retried: $1: perftest's exchange at the end failed: client: $(tr '\n' ' ' <<<"$PERF_OUT" | tail -c 200); server: $(tail -n 4 /tmp/perf-s.out | tr '\n' ' ')"
 }
 
 # perftest_once TOOL ARGS...: one perftest run over rdma_cm (-R), server on host B and
