@@ -56,13 +56,20 @@ packing() {
 	echo "$out" | sed 's/^/# /'
 }
 
-rs_rs() {
+# rs_pair DV_M MIN: two siw_rs hosts, captured: data_verify -l -m DV_M, then the Sends in
+# chains; the capture checked with `packing MIN`. Leaves RETRY set after perftest's race.
+rs_pair() {
 	two_hosts siw_rs siw_rs
 	capture_start
-	data_verify -- -l -m 2
+	data_verify -- -l -m "$1"
 	send_bw_chains
 	[ "$RETRY" = 1 ] && return 0
-	packing 8
+	packing "$2"
+}
+
+rs_rs() {
+	rs_pair 2 8
+	[ "$RETRY" = 1 ] && return 0
 	n=$(counter "$DEV_A" tx_fpdus_packed)
 	all=$(counter "$DEV_A" tx_fpdus)
 	# 1600 Sends in chains of 16, and data_verify's pairs: most of the Sends are packed.
@@ -92,12 +99,8 @@ rs_c() {
 tries rs_c
 
 unpacked() {
-	two_hosts siw_rs siw_rs
-	capture_start
-	data_verify -- -l -m 1
-	send_bw_chains
+	rs_pair 1 -1
 	[ "$RETRY" = 1 ] && return 0
-	packing -1
 	[ "$(counter "$DEV_A" tx_fpdus_packed)" = 0 ] ||
 		fail "fpdu_pack=0 packed: $(rdma statistic show link "$DEV_A/1")"
 	log "fpdu_pack=0: a segment per FPDU"
