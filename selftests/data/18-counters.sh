@@ -21,14 +21,14 @@ expect() {
 	[ "$v" = "$3" ] || fail "$1 $2 is $v, expected $3: $(rdma statistic show link "$1/1")"
 }
 
-# run_perf TOOL ARGS...: one perftest run over rdma_cm, server on host B. When perftest's
-# own exchange at the end failed (perftest_close_race), sets RETRY: the counts are then
-# taken again on new devices.
+# run_perf TOOL ARGS...: one perftest run over rdma_cm, server on host B. When perftest
+# failed on its own after its data moved (perftest_own_failure), sets RETRY: the counts are
+# then taken again on new devices.
 run_perf() {
 	local t=$1
 	perftest_once "$@"
 	[ $PERF_OK = 1 ] && return 0
-	if perftest_close_race "$t"; then
+	if perftest_own_failure "$t"; then
 		RETRY=1
 		return 0
 	fi
@@ -91,7 +91,7 @@ for try in 1 2 3; do
 	RETRY=0
 	counts
 	[ "$RETRY" = 0 ] && break
-	[ $try -lt 3 ] || fail "perftest's exchange at the end failed in 3 tries"
+	[ $try -lt 3 ] || fail "perftest failed on its own in 3 tries"
 	two_hosts_down
 	two_hosts siw_rs siw_rs
 done

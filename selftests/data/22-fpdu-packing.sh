@@ -17,12 +17,12 @@ cleanup() {
 	two_hosts_down
 }
 
-# send_bw_chains: ib_send_bw -l 16 of 64-byte Sends, server on host B. When perftest's own
-# exchange at the end failed (perftest_close_race), sets RETRY and takes the hosts down: the
-# block is run again on new devices, with a new capture.
+# send_bw_chains: ib_send_bw -l 16 of 64-byte Sends, server on host B. When perftest
+# failed on its own after its data moved (perftest_own_failure), sets RETRY and takes the
+# hosts down: the block is run again on new devices, with a new capture.
 send_bw_chains() {
 	perftest_once ib_send_bw -s 64 -n 1600 -l 16
-	if [ $PERF_OK = 0 ] && perftest_close_race "ib_send_bw -l 16"; then
+	if [ $PERF_OK = 0 ] && perftest_own_failure "ib_send_bw -l 16"; then
 		kill "$CAPTURE_PID" 2>/dev/null || true
 		wait "$CAPTURE_PID" 2>/dev/null || true
 		two_hosts_down
@@ -42,7 +42,7 @@ tries() {
 		"$1"
 		[ "$RETRY" = 0 ] && return 0
 	done
-	fail "$1: perftest's exchange at the end failed in 3 tries"
+	fail "$1: perftest failed on its own in 3 tries"
 }
 
 # packing MIN: stops the capture and checks it (fpdu_packing.py PCAP MIN).
