@@ -342,6 +342,8 @@ trace_ctl() {
 }
 if [ -n "${BENCH_TRACE:-}" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
+	# Where the kernel's text lies (KASLR), for BENCH_TRACE=kernel's disassembly of vmlinux.
+	awk '$3 == "_stext" { print $1 }' /proc/kallsyms >"$BENCH_TRACE/kernel-text.txt"
 	for drv in siw siw_rs; do
 		two_hosts "$drv" "$drv"
 		# Where the module's code lies, for the host's disassembly.
@@ -352,6 +354,11 @@ if [ -n "${BENCH_TRACE:-}" ]; then
 			selected "${b%%|*}" || continue
 			ROW=$b
 			name=$(tr ' ' _ <<<"${b%%|*}")
+			# A run not logged first, so that both logged runs find the tools, their
+			# libraries and the page cache alike: what starting them costs then cancels
+			# out of the difference (it did not, without: a whole-kernel count of the C
+			# siw's write_rate 64 came out at -4474 per message).
+			perf_n 100 >/dev/null
 			for n in "$BENCH_TRACE_N" $((3 * BENCH_TRACE_N)); do
 				trace_ctl on "exec-$name-$drv-$n.log"
 				perf_n "$n" >"$BENCH_TRACE/result-$name-$drv-$n.txt"
