@@ -410,7 +410,8 @@ perftest_own_failure() {
 	else
 		return 1
 	fi
-	log "retried: $1: $why: client: $(tr '\n' ' ' <<<"$PERF_OUT" | tail -c 200); server: $(tail -n 4 /tmp/perf-s.out | tr '\n' ' ')"
+	# Both sides whole: which side failed first, and what it said, is the open question.
+	log "retried: $1: $why: client: $(tr '\n' ' ' <<<"$PERF_OUT"); server: $(tr '\n' ' ' </tmp/perf-s.out)"
 }
 
 # perftest_once TOOL ARGS...: one perftest run over rdma_cm (-R), server on host B and
