@@ -340,7 +340,14 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
                 // The response to a zero-length Read: nothing to place.
                 return Ok(());
             }
-            link.rx.tagged = Some(tagged_sink(qp, t.stag, t.to, len, LOCAL_WRITE)?);
+            // The sink found when the Read was posted, while valid (`OrqEntry::sink`).
+            let mr = o
+                .sink(qp.tables())
+                .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
+            let off = mr
+                .check(qp.pd(), t.to, len, LOCAL_WRITE)
+                .map_err(|e| RxStop::Term(tagged_err(e)))?;
+            link.rx.tagged = Some((mr, off));
             Ok(())
         }
         // Header-only messages: handled whole at their end.
@@ -512,9 +519,8 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))?;
             // The original value, in this CPU's byte order, to the sink (checked again:
             // it may have been deregistered meanwhile).
-            let placed = qp
-                .tables()
-                .mr(o.sink_stag)
+            let placed = o
+                .sink(qp.tables())
                 .ok_or(AccessError::InvalidStag)
                 .and_then(|mr| {
                     let off = mr.check(qp.pd(), o.sink_to, ATOMIC_LEN, LOCAL_WRITE)?;
@@ -617,15 +623,18 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             // not checked, as by the C siw: librdmacm leaves them unset on iWARP.)
             // A zero-length Read is not validated and gets a zero-length response
             // (RFC 5040 section 5.2.1).
-            if rr.size != 0 {
+            let src = if rr.size != 0 {
                 let mr = qp
                     .tables()
                     .mr(rr.src_stag)
                     .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
                 mr.check(qp.pd(), rr.src_to, rr.size, REMOTE_READ)
                     .map_err(|e| RxStop::Term(read_err(e)))?;
-            }
-            answer_later(link, Inbound::Read(rr))?;
+                Some(mr)
+            } else {
+                None
+            };
+            answer_later(link, Inbound::Read { rr, src })?;
             qp.stats().add(Counter::ReadRequestsServed, 1);
             Ok(())
         }

@@ -35,6 +35,7 @@ use crate::{
     qp::{sq_completion, LinkParams, QpCore, QpState, OK},
     queue::{sqe_sge_len, AtomicWqe, RegMrWqe, Sqe, SQE_IMM, SQE_INLINE, SQE_NUM_SGE, WQE_FLAGS},
     stats::Counter,
+    table::Tables,
 };
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
@@ -67,11 +68,13 @@ const HDR_BUF: usize = 96;
 const MARKED_FPDU: u32 = 4096;
 
 /// An outstanding RDMA Read of ours.
-#[derive(Clone, Copy)]
 pub(crate) struct OrqEntry {
     pub(crate) id: u64,
     pub(crate) signalled: bool,
     pub(crate) sink_stag: u32,
+    /// The registration `sink_stag` named when the request was posted (none for the RTR
+    /// Read), so that its response is placed without another lookup; see [`Self::sink`].
+    pub(crate) sink_mr: Option<Arc<MrCore>>,
     pub(crate) sink_to: u64,
     pub(crate) len: u32,
     /// Bytes of the Read Response received so far: segments come in order and the last
@@ -92,14 +95,34 @@ impl OrqEntry {
     pub(crate) fn opcode(&self) -> u8 {
         self.atomic.map_or(op::READ, |(opcode, _)| opcode)
     }
+
+    /// The registration the response is placed into: the one found when the request was
+    /// posted while it is still valid, else what `sink_stag` names now.
+    ///
+    /// The two are the same whenever the first is valid: a registration goes invalid once
+    /// and for all (invalidation, deregistration), and a fast-registration MR's index gets
+    /// a new registration only while its current one is invalid (`mr::register`).
+    /// So this is the C siw's lookup at the response, minus the lookup: the MR table's
+    /// lock, bottom halves off and on, and a reference taken and dropped.
+    pub(crate) fn sink(&self, tables: &Tables) -> Option<Arc<MrCore>> {
+        match &self.sink_mr {
+            Some(mr) if mr.is_valid() => Some(mr.clone()),
+            _ => tables.mr(self.sink_stag),
+        }
+    }
 }
 
 /// A request of the peer's to answer, in the order received (RFC 7306 section 7: a Read
 /// Response is not generated before the Atomic Response of an earlier Atomic Request, nor
 /// the other way round).
 pub(crate) enum Inbound {
-    /// An RDMA Read Request.
-    Read(ReadRequest),
+    /// An RDMA Read Request, checked on arrival; `src` is the registration its source
+    /// STag named then (none for a zero-length Read), answered from without another
+    /// lookup while it is still valid (as [`OrqEntry::sink`]).
+    Read {
+        rr: ReadRequest,
+        src: Option<Arc<MrCore>>,
+    },
     /// An RFC 7306 Atomic Request, checked on arrival: the 8 bytes at `off` of `mr`. It is
     /// executed when its turn to be answered comes.
     Atomic {
@@ -751,8 +774,8 @@ fn take_work(
     }
     if !tx.irq.is_empty() {
         let mul = fpdu_mul(&link.params, tx.marked.is_some(), sock);
-        let rr = match tx.irq.remove(0).map_err(|_| TxStop::Failed)? {
-            Inbound::Read(rr) => rr,
+        let (rr, src) = match tx.irq.remove(0).map_err(|_| TxStop::Failed)? {
+            Inbound::Read { rr, src } => (rr, src),
             Inbound::Atomic { req, mr, off } => {
                 // Executed in its turn, after the Reads before it are answered (RFC
                 // 7306 section 7), and only while its region is valid (RFC 5040
@@ -802,7 +825,10 @@ fn take_work(
         let mut parts = Pieces::default();
         // A zero-length Read names no memory (RFC 5040 section 5.2.1).
         if rr.size != 0 {
-            let mr = qp.tables().mr(rr.src_stag).ok_or(TxStop::Failed)?;
+            let mr = match src {
+                Some(mr) if mr.is_valid() => mr,
+                _ => qp.tables().mr(rr.src_stag).ok_or(TxStop::Failed)?,
+            };
             let off = mr
                 .check(qp.pd(), rr.src_to, rr.size, LOCAL_READ)
                 .map_err(|_| TxStop::Failed)?;
@@ -963,7 +989,9 @@ fn next_wire_len(
     }
     let mul = || fpdu_mul(params, tx.marked.is_some(), sock);
     match tx.irq.first() {
-        Some(Inbound::Read(rr)) => return first_wire_len(Opcode::ReadResponse, rr.size, mul()),
+        Some(Inbound::Read { rr, .. }) => {
+            return first_wire_len(Opcode::ReadResponse, rr.size, mul())
+        }
         Some(Inbound::Atomic { .. }) => return first_wire_len(Opcode::AtomicResponse, 0, mul()),
         None => {}
     }
@@ -1173,6 +1201,7 @@ fn activate(
             id: sqe.id,
             signalled,
             sink_stag: sink.lkey,
+            sink_mr: None,
             sink_to: sink.laddr,
             len: ATOMIC_LEN,
             received: 0,
@@ -1199,6 +1228,7 @@ fn activate(
             id: sqe.id,
             signalled,
             sink_stag: sink.lkey,
+            sink_mr: None,
             sink_to: sink.laddr,
             len: sink.length,
             received: 0,
@@ -1363,6 +1393,8 @@ fn start_request(
     let mr = qp.tables().mr(orq.sink_stag).ok_or(wc::LOC_PROT_ERR)?;
     mr.check(qp.pd(), orq.sink_to, orq.len, LOCAL_WRITE)
         .map_err(|_| wc::LOC_PROT_ERR)?;
+    let mut orq = orq;
+    orq.sink_mr = Some(mr);
     let active = Active::header_only(
         Message {
             opcode,
@@ -1432,6 +1464,7 @@ fn rtr_message(rtr: Rtr, msn: &mut [u32; 3]) -> (Message, Option<OrqEntry>) {
                 id: 0,
                 signalled: false,
                 sink_stag: 0,
+                sink_mr: None,
                 sink_to: 0,
                 len: 0,
                 received: 0,
