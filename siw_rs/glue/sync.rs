@@ -94,6 +94,7 @@ pub(crate) fn bh_off() -> BhOff {
 }
 
 /// Bottom halves are off on this CPU (or a softirq runs): `in_softirq()`. For tests.
+#[cfg(CONFIG_KUNIT)]
 pub(crate) fn bh_disabled() -> bool {
     // SAFETY: Reads this CPU's preempt count; callable from any context.
     unsafe { bindings::in_softirq() }
