@@ -41,6 +41,10 @@ struct RxSend {
     id: u64,
     sges: Sges,
     nsge: usize,
+    /// The region the last piece was placed into and its SGE's index, for the pieces after
+    /// it (a message of many segments, each arriving in pieces, places into one SGE many
+    /// times); see [`sge_region`].
+    region: Option<(usize, Arc<MrCore>)>,
     /// The first error found while placing (the receive completes with it).
     status: Option<u16>,
 }
@@ -51,6 +55,9 @@ pub(crate) struct RxState {
     send: Option<RxSend>,
     /// The region the current tagged FPDU goes to, and the offset of its first byte.
     tagged: Option<(Arc<MrCore>, usize)>,
+    /// The region of the RDMA Write message coming in, for its next segment (the C siw
+    /// looks the STag up once a message too); let go with its last segment.
+    write_region: Option<Arc<MrCore>>,
     /// Complete messages received (saturating); a peer-to-peer responder waits for one,
     /// the RTR.
     pub(crate) messages: u32,
@@ -92,6 +99,7 @@ impl RxState {
             ),
             send: None,
             tagged: None,
+            write_region: None,
             messages: 0,
             bytes: 0,
             write_len: 0,
@@ -308,12 +316,30 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
             } else {
                 link.rx.write_len.saturating_add(len)
             };
+            // The region of the segment before, while valid and named by this STag (as
+            // `OrqEntry::sink`: a valid registration is the one its STag names).
+            let held = link.rx.write_region.take();
             if len == 0 {
                 // Nothing to place, so nothing to validate (the C siw's rule; a
                 // peer-to-peer RTR Write names STag 1).
+                if !last {
+                    link.rx.write_region = held;
+                }
                 return Ok(());
             }
-            link.rx.tagged = Some(tagged_sink(qp, t.stag, t.to, len, REMOTE_WRITE)?);
+            let (mr, off) = match held {
+                Some(mr) if !first && mr.stag == t.stag && mr.is_valid() => {
+                    let off = mr
+                        .check(qp.pd(), t.to, len, REMOTE_WRITE)
+                        .map_err(|e| RxStop::Term(tagged_err(e)))?;
+                    (mr, off)
+                }
+                _ => tagged_sink(qp, t.stag, t.to, len, REMOTE_WRITE)?,
+            };
+            if !last {
+                link.rx.write_region = Some(mr.clone());
+            }
+            link.rx.tagged = Some((mr, off));
             Ok(())
         }
         (Opcode::ReadResponse, DdpHdr::Tagged(t)) => {
@@ -392,11 +418,29 @@ fn on_payload(qp: &QpCore, st: &mut QpState, p: IoVec<'_>, before: usize) -> Res
     place_send(qp, s, at, p)
 }
 
+/// The region of the receive buffer's SGE `i`, whose STag is `lkey`: the one a piece
+/// before was placed into while it is still valid (as [`OrqEntry::sink`](crate::tx::OrqEntry::sink):
+/// a valid registration is the one its STag names), else looked up and kept in `region`.
+fn sge_region<'a>(
+    qp: &QpCore,
+    region: &'a mut Option<(usize, Arc<MrCore>)>,
+    i: usize,
+    lkey: u32,
+) -> Option<&'a MrCore> {
+    if !matches!(region, Some((j, mr)) if *j == i && mr.is_valid()) {
+        *region = qp.tables().mr(lkey).map(|mr| (i, mr));
+    }
+    region.as_ref().map(|(_, mr)| &**mr)
+}
+
 /// Places `p` at message offset `at` of the receive buffer `s`.
 fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: IoVec<'_>) -> Result<(), RxStop> {
     let mut skip = at;
     let mut data = p;
-    for sge in s.sges.iter().take(s.nsge) {
+    for i in 0..s.nsge {
+        let Some(&sge) = s.sges.get(i) else {
+            break;
+        };
         if data.is_empty() {
             break;
         }
@@ -406,9 +450,7 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: IoVec<'_>) -> Result<(), 
         }
         let n = ((sge.length - skip) as usize).min(data.len());
         let (now, rest) = data.split_at(n);
-        let placed = qp
-            .tables()
-            .mr(sge.lkey)
+        let placed = sge_region(qp, &mut s.region, i, sge.lkey)
             .ok_or(AccessError::InvalidStag)
             .and_then(|mr| {
                 let addr = sge.laddr.saturating_add(u64::from(skip));
@@ -698,6 +740,7 @@ fn take_from(mem: &SharedMem, off: usize, max_sge: u32, get: &mut u32) -> Option
         id: rqe.id,
         sges: rqe.sge,
         nsge,
+        region: None,
         status: None,
     })
 }
