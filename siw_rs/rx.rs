@@ -41,10 +41,10 @@ struct RxSend {
     id: u64,
     sges: Sges,
     nsge: usize,
-    /// The region the last piece was placed into and its SGE's index, for the pieces after
-    /// it (a message of many segments, each arriving in pieces, places into one SGE many
-    /// times); see [`sge_region`].
-    region: Option<(usize, Arc<MrCore>)>,
+    /// The region the last piece was placed into, for the pieces after it (a message of
+    /// many segments, each arriving in pieces, places into one SGE many times; see
+    /// [`Tables::mr_held`](crate::table::Tables::mr_held)).
+    region: Option<Arc<MrCore>>,
     /// The first error found while placing (the receive completes with it).
     status: Option<u16>,
 }
@@ -155,8 +155,10 @@ fn tagged_err(e: AccessError) -> TermError {
 
 /// The region and offset a tagged segment of `len` bytes at `to` of `stag` is placed into,
 /// if the QP may write there with the rights `need`; else the Terminate that says why.
+/// `held` is a region found for the same message before (see `Tables::mr_held`).
 fn tagged_sink(
     qp: &QpCore,
+    held: Option<Arc<MrCore>>,
     stag: u32,
     to: u64,
     len: u32,
@@ -164,7 +166,7 @@ fn tagged_sink(
 ) -> Result<(Arc<MrCore>, usize), RxStop> {
     let mr = qp
         .tables()
-        .mr(stag)
+        .mr_held(held, stag)
         .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
     let off = mr
         .check(qp.pd(), to, len, need)
@@ -316,9 +318,8 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
             } else {
                 link.rx.write_len.saturating_add(len)
             };
-            // The region of the segment before, while valid and named by this STag (as
-            // `OrqEntry::sink`: a valid registration is the one its STag names).
-            let held = link.rx.write_region.take();
+            // The region of the message's segment before (a new message looks up).
+            let held = link.rx.write_region.take().filter(|_| !first);
             if len == 0 {
                 // Nothing to place, so nothing to validate (the C siw's rule; a
                 // peer-to-peer RTR Write names STag 1).
@@ -327,15 +328,7 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
                 }
                 return Ok(());
             }
-            let (mr, off) = match held {
-                Some(mr) if !first && mr.stag == t.stag && mr.is_valid() => {
-                    let off = mr
-                        .check(qp.pd(), t.to, len, REMOTE_WRITE)
-                        .map_err(|e| RxStop::Term(tagged_err(e)))?;
-                    (mr, off)
-                }
-                _ => tagged_sink(qp, t.stag, t.to, len, REMOTE_WRITE)?,
-            };
+            let (mr, off) = tagged_sink(qp, held, t.stag, t.to, len, REMOTE_WRITE)?;
             if !last {
                 link.rx.write_region = Some(mr.clone());
             }
@@ -366,14 +359,9 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
                 // The response to a zero-length Read: nothing to place.
                 return Ok(());
             }
-            // The sink found when the Read was posted, while valid (`OrqEntry::sink`).
-            let mr = o
-                .sink(qp.tables())
-                .ok_or(RxStop::Term(TermError::DdpTaggedInvalidStag))?;
-            let off = mr
-                .check(qp.pd(), t.to, len, LOCAL_WRITE)
-                .map_err(|e| RxStop::Term(tagged_err(e)))?;
-            link.rx.tagged = Some((mr, off));
+            // The sink found when the Read was posted (`OrqEntry::sink_mr`).
+            let held = o.sink_mr.clone();
+            link.rx.tagged = Some(tagged_sink(qp, held, t.stag, t.to, len, LOCAL_WRITE)?);
             Ok(())
         }
         // Header-only messages: handled whole at their end.
@@ -418,29 +406,11 @@ fn on_payload(qp: &QpCore, st: &mut QpState, p: IoVec<'_>, before: usize) -> Res
     place_send(qp, s, at, p)
 }
 
-/// The region of the receive buffer's SGE `i`, whose STag is `lkey`: the one a piece
-/// before was placed into while it is still valid (as [`OrqEntry::sink`](crate::tx::OrqEntry::sink):
-/// a valid registration is the one its STag names), else looked up and kept in `region`.
-fn sge_region<'a>(
-    qp: &QpCore,
-    region: &'a mut Option<(usize, Arc<MrCore>)>,
-    i: usize,
-    lkey: u32,
-) -> Option<&'a MrCore> {
-    if !matches!(region, Some((j, mr)) if *j == i && mr.is_valid()) {
-        *region = qp.tables().mr(lkey).map(|mr| (i, mr));
-    }
-    region.as_ref().map(|(_, mr)| &**mr)
-}
-
 /// Places `p` at message offset `at` of the receive buffer `s`.
 fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: IoVec<'_>) -> Result<(), RxStop> {
     let mut skip = at;
     let mut data = p;
-    for i in 0..s.nsge {
-        let Some(&sge) = s.sges.get(i) else {
-            break;
-        };
+    for sge in s.sges.iter().take(s.nsge) {
         if data.is_empty() {
             break;
         }
@@ -450,7 +420,11 @@ fn place_send(qp: &QpCore, s: &mut RxSend, at: u32, p: IoVec<'_>) -> Result<(), 
         }
         let n = ((sge.length - skip) as usize).min(data.len());
         let (now, rest) = data.split_at(n);
-        let placed = sge_region(qp, &mut s.region, i, sge.lkey)
+        // The region of the piece before while it is this SGE's (`Tables::mr_held`).
+        s.region = qp.tables().mr_held(s.region.take(), sge.lkey);
+        let placed = s
+            .region
+            .as_deref()
             .ok_or(AccessError::InvalidStag)
             .and_then(|mr| {
                 let addr = sge.laddr.saturating_add(u64::from(skip));

@@ -194,6 +194,21 @@ impl Tables {
         (mr.stag == stag && mr.is_valid()).then_some(mr)
     }
 
+    /// The MR named by `stag`, as [`Self::mr`], without the lookup when `held` (found by an
+    /// earlier lookup) is it: a held registration that is still valid and has that STag is
+    /// the one the STag names, since a registration goes invalid once and for all
+    /// (invalidation, deregistration) and a fast-registration index gets a new
+    /// registration only while its current one is invalid (`mr::register`). So work that
+    /// keeps the region of its first lookup (a Read's sink and source, the segments of one
+    /// message) places exactly as a lookup each time would, without the table's lock,
+    /// bottom halves off and on, the XArray walk and a reference taken and dropped.
+    pub(crate) fn mr_held(&self, held: Option<Arc<MrCore>>, stag: u32) -> Option<Arc<MrCore>> {
+        match held {
+            Some(mr) if mr.stag == stag && mr.is_valid() => Some(mr),
+            _ => self.mr(stag),
+        }
+    }
+
     /// The MR (the current registration) at STag index `index`, valid or not.
     pub(crate) fn mr_at(&self, index: u32) -> Option<Arc<MrCore>> {
         self.with_mrs(|g| g.get(index as usize).map(Arc::from))

@@ -73,7 +73,7 @@ pub(crate) struct OrqEntry {
     pub(crate) signalled: bool,
     pub(crate) sink_stag: u32,
     /// The registration `sink_stag` named when the request was posted (none for the RTR
-    /// Read), so that its response is placed without another lookup; see [`Self::sink`].
+    /// Read), so that its response is placed without another lookup ([`Self::sink`]).
     pub(crate) sink_mr: Option<Arc<MrCore>>,
     pub(crate) sink_to: u64,
     pub(crate) len: u32,
@@ -96,19 +96,9 @@ impl OrqEntry {
         self.atomic.map_or(op::READ, |(opcode, _)| opcode)
     }
 
-    /// The registration the response is placed into: the one found when the request was
-    /// posted while it is still valid, else what `sink_stag` names now.
-    ///
-    /// The two are the same whenever the first is valid: a registration goes invalid once
-    /// and for all (invalidation, deregistration), and a fast-registration MR's index gets
-    /// a new registration only while its current one is invalid (`mr::register`).
-    /// So this is the C siw's lookup at the response, minus the lookup: the MR table's
-    /// lock, bottom halves off and on, and a reference taken and dropped.
+    /// The registration the response is placed into (see [`Tables::mr_held`]).
     pub(crate) fn sink(&self, tables: &Tables) -> Option<Arc<MrCore>> {
-        match &self.sink_mr {
-            Some(mr) if mr.is_valid() => Some(mr.clone()),
-            _ => tables.mr(self.sink_stag),
-        }
+        tables.mr_held(self.sink_mr.clone(), self.sink_stag)
     }
 }
 
@@ -118,7 +108,7 @@ impl OrqEntry {
 pub(crate) enum Inbound {
     /// An RDMA Read Request, checked on arrival; `src` is the registration its source
     /// STag named then (none for a zero-length Read), answered from without another
-    /// lookup while it is still valid (as [`OrqEntry::sink`]).
+    /// lookup while it is still valid ([`Tables::mr_held`]).
     Read {
         rr: ReadRequest,
         src: Option<Arc<MrCore>>,
@@ -825,10 +815,10 @@ fn take_work(
         let mut parts = Pieces::default();
         // A zero-length Read names no memory (RFC 5040 section 5.2.1).
         if rr.size != 0 {
-            let mr = match src {
-                Some(mr) if mr.is_valid() => mr,
-                _ => qp.tables().mr(rr.src_stag).ok_or(TxStop::Failed)?,
-            };
+            let mr = qp
+                .tables()
+                .mr_held(src, rr.src_stag)
+                .ok_or(TxStop::Failed)?;
             let off = mr
                 .check(qp.pd(), rr.src_to, rr.size, LOCAL_READ)
                 .map_err(|_| TxStop::Failed)?;
