@@ -142,6 +142,29 @@ impl Segmenter {
     /// Prepares the segmentation of `msg` into FPDUs whose ULPDU is at most `mulpdu`
     /// octets (see [`super::fpdu::mulpdu`]).
     pub fn new(msg: Message, mulpdu: u16) -> Result<Self, SegmentError> {
+        let max_payload = Self::room(&msg, mulpdu)?;
+        Ok(Self {
+            msg,
+            max_payload,
+            offset: 0,
+            done: false,
+        })
+    }
+
+    /// [`Self::new`] in place: `self` starts segmenting `msg`, or is left as it was if
+    /// `msg` cannot be segmented. For a caller that keeps its segmenter in a larger
+    /// structure: the message is written there once, not returned and moved (in the
+    /// kernel each move of a segmenter, over 100 octets, is a `memcpy` call).
+    pub fn start(&mut self, msg: Message, mulpdu: u16) -> Result<(), SegmentError> {
+        self.max_payload = Self::room(&msg, mulpdu)?;
+        self.msg = msg;
+        self.offset = 0;
+        self.done = false;
+        Ok(())
+    }
+
+    /// The payload room of each segment of `msg` for `mulpdu`, if `msg` can be segmented.
+    fn room(msg: &Message, mulpdu: u16) -> Result<u32, SegmentError> {
         let tagged = matches!(msg.target, Target::Tagged { .. });
         if tagged != msg.opcode.is_tagged() || !rdmap_fits(msg.opcode, &msg.rdmap) {
             return Err(SegmentError::Mismatch);
@@ -166,12 +189,7 @@ impl Segmenter {
                 return Err(SegmentError::ToWrap);
             }
         }
-        Ok(Self {
-            msg,
-            max_payload: room,
-            offset: 0,
-            done: false,
-        })
+        Ok(room)
     }
 
     /// The number of segments still to come.

@@ -638,6 +638,49 @@ proptest! {
         prop_assert_eq!(into.next_into(&mut [0u8; MAX_HDR_LEN]), None);
     }
 
+    /// `Segmenter::start` (in place, the driver's transmit path) takes the messages `new`
+    /// takes and then yields the same segments, whatever the segmenter held before; a
+    /// message `new` refuses leaves it as it was.
+    #[test]
+    fn start_in_place_is_new(
+        (op, rdmap) in proptest::sample::select(Opcode::ALL.to_vec())
+            .prop_flat_map(|op| (Just(op), arb_rdmap(op))),
+        len in prop_oneof![0u32..16, 0u32..5000],
+        to in any::<u64>(),
+        mul in 0u16..3000,
+        used in 0usize..4,
+    ) {
+        let target = if op.is_tagged() {
+            Target::Tagged { stag: 7, to }
+        } else {
+            Target::Untagged { qn: op.queue().unwrap_or(0), msn: 3, rsvd_ulp: 0 }
+        };
+        let msg = Message { opcode: op, target, rdmap, len };
+        // A segmenter part way through another message.
+        let other = Message {
+            opcode: Opcode::Send,
+            target: Target::Untagged { qn: 0, msn: 9, rsvd_ulp: 0 },
+            rdmap: RdmapHdr::None,
+            len: 9000,
+        };
+        let mut seg = Segmenter::new(other, 1000).expect("a plain Send segments");
+        for _ in 0..used {
+            seg.next();
+        }
+        let before = seg;
+        match Segmenter::new(msg, mul) {
+            Ok(fresh) => {
+                prop_assert_eq!(seg.start(msg, mul), Ok(()));
+                prop_assert_eq!(seg, fresh);
+                prop_assert!(Iterator::eq(seg, fresh));
+            }
+            Err(e) => {
+                prop_assert_eq!(seg.start(msg, mul), Err(e));
+                prop_assert_eq!(seg, before);
+            }
+        }
+    }
+
     /// The lengths a packing sender plans with are those of the FPDUs it then sends:
     /// `next_wire_len` before each segment, and `first_wire_len` from the opcode and length
     /// alone, for every message the segmenter takes.
