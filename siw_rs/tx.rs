@@ -173,6 +173,30 @@ impl Source {
         }
     }
 
+    /// The pieces of registered memory, this made such a source with these flags first
+    /// (idle, its pieces are clear). `None` only if that failed, which it cannot.
+    fn sges(&mut self, splice: bool, remote: bool) -> Option<&mut Pieces> {
+        if !matches!(self, Source::Sges { .. }) {
+            *self = Source::Sges {
+                parts: Pieces::default(),
+                splice,
+                remote,
+            };
+        }
+        match self {
+            Source::Sges {
+                parts,
+                splice: s,
+                remote: r,
+            } => {
+                *s = splice;
+                *r = remote;
+                Some(parts)
+            }
+            Source::Inline { .. } | Source::None => None,
+        }
+    }
+
     /// Whether this is memory read for the peer and any of it is no longer valid.
     fn remote_invalid(&self) -> bool {
         match self {
@@ -224,16 +248,16 @@ impl Active {
         self.then = None;
     }
 
-    /// A message without payload that completes nothing: a request, a response, an RTR.
-    fn header_only(msg: Message, mul: u16) -> Result<Self, SegmentError> {
-        Ok(Self {
-            live: true,
-            seg: Segmenter::new(msg, mul)?,
-            src: Source::None,
-            done: None,
-            term: false,
-            then: None,
-        })
+    /// Starts `msg`, a message without payload that completes nothing (a request, a
+    /// response, an RTR), in this idle element; on error it stays idle.
+    fn start_header_only(&mut self, msg: Message, mul: u16) -> Result<(), SegmentError> {
+        self.seg.start(msg, mul)?;
+        self.src.release();
+        self.done = None;
+        self.term = false;
+        self.then = None;
+        self.live = true;
+        Ok(())
     }
 }
 
@@ -727,24 +751,22 @@ fn take_work(
             c
         });
         f.seal((4 - (hdr_len & 3)) & 3, link.params.sctp.is_some(), crc);
-        let active = Active::header_only(
-            Message {
-                opcode: Opcode::Send,
-                target: Target::Untagged {
-                    qn: QN_SEND,
-                    msn: 0,
-                    rsvd_ulp: 0,
+        tx.active
+            .start_header_only(
+                Message {
+                    opcode: Opcode::Send,
+                    target: Target::Untagged {
+                        qn: QN_SEND,
+                        msn: 0,
+                        rsvd_ulp: 0,
+                    },
+                    rdmap: RdmapHdr::None,
+                    len: 0,
                 },
-                rdmap: RdmapHdr::None,
-                len: 0,
-            },
-            mul,
-        )
-        .map_err(|_| TxStop::Failed)?;
-        tx.active = Active {
-            term: true,
-            ..active
-        };
+                mul,
+            )
+            .map_err(|_| TxStop::Failed)?;
+        tx.active.term = true;
         let f = &mut tx.fpdu;
         if let Some(m) = tx.marked.as_mut() {
             m.stage(f, &Source::None, link.params.crc)?;
@@ -755,11 +777,15 @@ fn take_work(
     if let Some(rtr) = tx.rtr.take() {
         let mul = fpdu_mul(&link.params, tx.marked.is_some(), sock);
         let (message, orq) = rtr_message(rtr, &mut tx.msn);
-        let active = Active::header_only(message, mul).map_err(|_| TxStop::Failed)?;
+        tx.active
+            .start_header_only(message, mul)
+            .map_err(|_| TxStop::Failed)?;
         if let Some(o) = orq {
-            tx.orq.push_within_capacity(o).map_err(|_| TxStop::Failed)?;
+            if tx.orq.push_within_capacity(o).is_err() {
+                tx.active.finish();
+                return Err(TxStop::Failed);
+            }
         }
-        tx.active = active;
         return Ok(Took::Work);
     }
     if !tx.irq.is_empty() {
@@ -791,30 +817,29 @@ fn take_work(
                     }
                 };
                 let msn = next_msn(&mut tx.msn[2]);
-                let active = Active::header_only(
-                    Message {
-                        opcode: Opcode::AtomicResponse,
-                        target: Target::Untagged {
-                            qn: QN_ATOMIC_RESPONSE,
-                            msn,
-                            rsvd_ulp: 0,
+                tx.active
+                    .start_header_only(
+                        Message {
+                            opcode: Opcode::AtomicResponse,
+                            target: Target::Untagged {
+                                qn: QN_ATOMIC_RESPONSE,
+                                msn,
+                                rsvd_ulp: 0,
+                            },
+                            rdmap: RdmapHdr::AtomicResponse(AtomicResponse {
+                                req_id: req.req_id,
+                                orig,
+                            }),
+                            len: 0,
                         },
-                        rdmap: RdmapHdr::AtomicResponse(AtomicResponse {
-                            req_id: req.req_id,
-                            orig,
-                        }),
-                        len: 0,
-                    },
-                    mul,
-                )
-                .map_err(|_| TxStop::Failed)?;
-                tx.active = active;
+                        mul,
+                    )
+                    .map_err(|_| TxStop::Failed)?;
                 return Ok(Took::Work);
             }
         };
-        let mut parts = Pieces::default();
         // A zero-length Read names no memory (RFC 5040 section 5.2.1).
-        if rr.size != 0 {
+        let piece = if rr.size != 0 {
             let mr = qp
                 .tables()
                 .mr_held(src, rr.src_stag)
@@ -822,34 +847,38 @@ fn take_work(
             let off = mr
                 .check(qp.pd(), rr.src_to, rr.size, LOCAL_READ)
                 .map_err(|_| TxStop::Failed)?;
-            parts.slot[0] = Some((mr, off, rr.size));
+            Some((mr, off, rr.size))
+        } else {
+            None
+        };
+        // Written into the idle element in place (see `Active`).
+        let a = &mut tx.active;
+        a.seg
+            .start(
+                Message {
+                    opcode: Opcode::ReadResponse,
+                    target: Target::Tagged {
+                        stag: rr.sink_stag,
+                        to: rr.sink_to,
+                    },
+                    rdmap: RdmapHdr::None,
+                    len: rr.size,
+                },
+                mul,
+            )
+            .map_err(|_| TxStop::Failed)?;
+        let parts = a
+            .src
+            .sges(rr.size >= ZCOPY_MIN, true)
+            .ok_or(TxStop::Failed)?;
+        if let Some((p, slot)) = piece.zip(parts.slot.first_mut()) {
+            *slot = Some(p);
             parts.n = 1;
         }
-        let seg = Segmenter::new(
-            Message {
-                opcode: Opcode::ReadResponse,
-                target: Target::Tagged {
-                    stag: rr.sink_stag,
-                    to: rr.sink_to,
-                },
-                rdmap: RdmapHdr::None,
-                len: rr.size,
-            },
-            mul,
-        )
-        .map_err(|_| TxStop::Failed)?;
-        tx.active = Active {
-            live: true,
-            seg,
-            src: Source::Sges {
-                parts,
-                splice: rr.size >= ZCOPY_MIN,
-                remote: true,
-            },
-            done: None,
-            term: false,
-            then: None,
-        };
+        a.done = None;
+        a.term = false;
+        a.then = None;
+        a.live = true;
         return Ok(Took::Work);
     }
     // The next send queue element, if the user posted one.
@@ -1244,23 +1273,7 @@ fn activate(
             };
             len
         } else {
-            if !matches!(a.src, Source::Sges { .. }) {
-                a.src = Source::Sges {
-                    parts: Default::default(),
-                    splice: false,
-                    remote: false,
-                };
-            }
-            let Source::Sges {
-                parts,
-                splice,
-                remote,
-            } = &mut a.src
-            else {
-                return Err(wc::LOC_QP_OP_ERR);
-            };
-            *splice = false;
-            *remote = false;
+            let parts = a.src.sges(false, false).ok_or(wc::LOC_QP_OP_ERR)?;
             // The first `nsge` slots; on error they are cleared again (`Pieces::clear`).
             parts.n = nsge;
             let mut total = 0u32;
@@ -1300,26 +1313,29 @@ fn activate(
             }
             _ => (opcode, target),
         };
-        tx.active.seg = Segmenter::new(
-            Message {
-                opcode,
-                target,
-                rdmap: RdmapHdr::None,
-                len,
-            },
-            mul,
-        )
-        .map_err(|_| wc::LOC_LEN_ERR)?;
+        tx.active
+            .seg
+            .start(
+                Message {
+                    opcode,
+                    target,
+                    rdmap: RdmapHdr::None,
+                    len,
+                },
+                mul,
+            )
+            .map_err(|_| wc::LOC_LEN_ERR)?;
         // RDMA Write with Immediate Data: the Write, then an Immediate Data message (RFC
         // 7306 section 1: the two make the operation), which consumes a receive at the
         // peer. The 32-bit immediate data of the verbs goes in the last four of its eight
         // octets.
-        tx.active.then = match (sqe.opcode, imm) {
+        // Assigned in each arm: a `None` taken from a `match` was copied whole.
+        match (sqe.opcode, imm) {
             (op::WRITE_WITH_IMM, Some(i)) => {
                 let [i0, i1, i2, i3] = i;
                 let data = [0, 0, 0, 0, i0, i1, i2, i3];
                 let msn = next_msn(&mut tx.msn[0]);
-                Some(
+                tx.active.then = Some(
                     Segmenter::new(
                         Message {
                             opcode: if solicited {
@@ -1338,11 +1354,11 @@ fn activate(
                         mul,
                     )
                     .map_err(|_| wc::LOC_QP_OP_ERR)?,
-                )
+                );
             }
             (op::WRITE_WITH_IMM, None) => return Err(wc::LOC_QP_OP_ERR),
-            _ => None,
-        };
+            _ => tx.active.then = None,
+        }
         // The sender's completion of a Write with Immediate Data is a Write's
         // (`IB_WC_RDMA_WRITE`); no CQE carries the internal opcode.
         let opcode = if sqe.opcode == op::WRITE_WITH_IMM {
@@ -1385,24 +1401,25 @@ fn start_request(
         .map_err(|_| wc::LOC_PROT_ERR)?;
     let mut orq = orq;
     orq.sink_mr = Some(mr);
-    let active = Active::header_only(
-        Message {
-            opcode,
-            target: Target::Untagged {
-                qn: QN_READ_REQUEST,
-                msn,
-                rsvd_ulp: 0,
+    tx.active
+        .start_header_only(
+            Message {
+                opcode,
+                target: Target::Untagged {
+                    qn: QN_READ_REQUEST,
+                    msn,
+                    rsvd_ulp: 0,
+                },
+                rdmap: hdr,
+                len: 0,
             },
-            rdmap: hdr,
-            len: 0,
-        },
-        mul,
-    )
-    .map_err(|_| wc::LOC_QP_OP_ERR)?;
-    tx.orq
-        .push_within_capacity(orq)
+            mul,
+        )
         .map_err(|_| wc::LOC_QP_OP_ERR)?;
-    tx.active = active;
+    if tx.orq.push_within_capacity(orq).is_err() {
+        tx.active.finish();
+        return Err(wc::LOC_QP_OP_ERR);
+    }
     Ok(())
 }
 
