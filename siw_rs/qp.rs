@@ -335,9 +335,10 @@ impl QpState {
         self.sq_get = self.sq_get.wrapping_add(1);
     }
 
-    /// The receive queue's consumer index (free-running), for taking the next element.
-    pub(crate) fn rq_get_mut(&mut self) -> &mut u32 {
-        &mut self.rq_get
+    /// The receive queue's consumer index (free-running) and the connection, together: a
+    /// receive is taken into the connection's receive state.
+    pub(crate) fn rq_get_and_link(&mut self) -> (&mut u32, Option<&mut Link>) {
+        (&mut self.rq_get, self.link.as_deref_mut())
     }
 
     /// The `ib_qp`, while the QP lives (for async events).

@@ -19,7 +19,7 @@ use crate::{
     glue::{
         iov::{IoVec, KernelCrc},
         rdma::{mmap::SharedMem, verbs::AccessFlags},
-        siw_abi::{op, wc, wqe, RQE_SIZE},
+        siw_abi::{op, wc, wqe, MAX_SGE, RQE_SIZE},
     },
     mr::{self, AccessError, MrCore, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE},
     proto::{
@@ -29,15 +29,25 @@ use crate::{
         rx::{Event, Receiver, RxConfig},
     },
     qp::{LinkParams, QpCore, QpState},
-    queue::{Rqe, Sges, WQE_FLAGS},
+    queue::{Rqe, Sge, Sges, WQE_FLAGS},
     stats::Counter,
     tx::{read_done, Inbound},
 };
-use core::sync::atomic::Ordering;
+use core::{
+    mem::{offset_of, size_of},
+    sync::atomic::Ordering,
+};
 use kernel::{prelude::*, sync::Arc};
 
 /// The receive buffer a Send is placed into.
+///
+/// It lives in [`RxState`] for good and each receive queue element is written into it
+/// field by field, only its SGEs in use read from the queue (as `tx::Active`): a new one
+/// returned and moved in (into an `Option`) was copied with `memcpy` calls, once to take
+/// it and once to give it back, per message.
 struct RxSend {
+    /// It holds a receive taken for the message coming in.
+    live: bool,
     id: u64,
     sges: Sges,
     nsge: usize,
@@ -52,7 +62,7 @@ struct RxSend {
 /// Receive state of a connection.
 pub(crate) struct RxState {
     recv: Receiver<KernelCrc>,
-    send: Option<RxSend>,
+    send: RxSend,
     /// The region the current tagged FPDU goes to, and the offset of its first byte.
     tagged: Option<(Arc<MrCore>, usize)>,
     /// The region of the RDMA Write message coming in, for its next segment (the C siw
@@ -84,6 +94,41 @@ pub(crate) enum RxStop {
     PeerTerminated,
 }
 
+impl RxSend {
+    const IDLE: Self = Self {
+        live: false,
+        id: 0,
+        sges: [Sge {
+            laddr: 0,
+            length: 0,
+            lkey: 0,
+        }; MAX_SGE],
+        nsge: 0,
+        region: None,
+        status: None,
+    };
+
+    /// The receive taken, if one is.
+    fn live_mut(&mut self) -> Option<&mut Self> {
+        if self.live {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    /// Done with the receive taken, if one is: its id and status (the first error found
+    /// while placing); its region let go.
+    fn finish(&mut self) -> Option<(u64, Option<u16>)> {
+        if !self.live {
+            return None;
+        }
+        self.live = false;
+        self.region = None;
+        Some((self.id, self.status))
+    }
+}
+
 impl RxState {
     /// A receiver at the start of the Full Operation Phase.
     pub(crate) fn new(p: LinkParams) -> Result<Self> {
@@ -97,7 +142,7 @@ impl RxState {
                 },
                 KernelCrc::new(),
             ),
-            send: None,
+            send: RxSend::IDLE,
             tagged: None,
             write_region: None,
             messages: 0,
@@ -117,7 +162,7 @@ impl RxState {
     /// The receive being placed, if any, as (id, status so far): the connection is going
     /// down and it must still complete.
     pub(crate) fn take_recv(&mut self) -> Option<(u64, Option<u16>)> {
-        self.send.take().map(|s| (s.id, s.status))
+        self.send.finish()
     }
 
     /// Receiving stopped for good.
@@ -305,10 +350,8 @@ fn on_header(qp: &QpCore, st: &mut QpState, first: bool) -> Result<(), RxStop> {
         ) => {
             // An Immediate Data message consumes a receive too (RFC 7306 section 6.3),
             // and places nothing in it.
-            if first {
-                let rqe = take_rqe(qp, st).ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
-                let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
-                link.rx.send = Some(rqe);
+            if first && !take_rqe(qp, st) {
+                return Err(RxStop::Term(TermError::DdpUntaggedNoBuffer));
             }
             Ok(())
         }
@@ -399,7 +442,7 @@ fn on_payload(qp: &QpCore, st: &mut QpState, p: IoVec<'_>, before: usize) -> Res
         _ => return Ok(()),
     }
     let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
-    let Some(s) = link.rx.send.as_mut() else {
+    let Some(s) = link.rx.send.live_mut() else {
         return Err(RxStop::Term(TermError::DdpUntaggedNoBuffer));
     };
     let at = mo.saturating_add(u32::try_from(before).unwrap_or(u32::MAX));
@@ -461,19 +504,34 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
         link.rx.last_write = Some(link.rx.write_len);
         return Ok(());
     }
-    // The other messages need their header beside the QP's state: a copy.
-    let h = *h;
+    // The other messages need their header beside the QP's state: what they use of it is
+    // copied, not the whole header (a `memcpy` call per message), and the RDMAP header
+    // only where there is one.
+    let opcode = h.opcode;
+    let ddp = h.ddp;
+    // A Send's end: its length so far.
+    let end = u32::try_from(h.offset())
+        .unwrap_or(u32::MAX)
+        .saturating_add(u32::try_from(h.payload_len()).unwrap_or(u32::MAX));
+    let rdmap = match opcode {
+        Opcode::Send
+        | Opcode::SendSe
+        | Opcode::SendInvalidate
+        | Opcode::SendSeInvalidate
+        | Opcode::ReadResponse => RdmapHdr::None,
+        _ => h.rdmap,
+    };
     let last_write = link.rx.last_write.take();
-    match h.opcode {
+    match opcode {
         Opcode::RdmaWrite => Ok(()),
         Opcode::ImmediateData | Opcode::ImmediateDataSe => {
-            let RdmapHdr::Immediate(data) = h.rdmap else {
+            let RdmapHdr::Immediate(data) = rdmap else {
                 return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
             };
-            let s = link
+            let (id, status) = link
                 .rx
                 .send
-                .take()
+                .finish()
                 .ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
             // The verbs' 32 bits are the last four of the eight octets.
             let [_, _, _, _, i0, i1, i2, i3] = data;
@@ -483,9 +541,9 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             // as IB_WC_RECV_RDMA_WITH_IMM. libsiw shows a process only IBV_WC_RECV and its
             // length, which must then be what was placed in the buffer: nothing.
             let c = Completion {
-                id: s.id,
+                id,
                 opcode: op::RECEIVE,
-                status: s.status.unwrap_or(wc::SUCCESS),
+                status: status.unwrap_or(wc::SUCCESS),
                 bytes: if qp.is_kernel() {
                     last_write.unwrap_or(0)
                 } else {
@@ -493,7 +551,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 },
                 qp_num: st.ids().qpn,
                 qp_handle: st.ids().handle,
-                solicited: h.opcode.solicited(),
+                solicited: opcode.solicited(),
                 invalidated: None,
                 imm: Some(imm),
             };
@@ -501,7 +559,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             Ok(())
         }
         Opcode::AtomicRequest => {
-            let RdmapHdr::AtomicRequest(req) = h.rdmap else {
+            let RdmapHdr::AtomicRequest(req) = rdmap else {
                 return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
             };
             // RFC 7306 section 5: the operation code and alignment, then the same remote
@@ -519,7 +577,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             Ok(())
         }
         Opcode::AtomicResponse => {
-            let RdmapHdr::AtomicResponse(resp) = h.rdmap else {
+            let RdmapHdr::AtomicResponse(resp) = rdmap else {
                 return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
             };
             // It answers our oldest outstanding request, which must be this Atomic (the
@@ -562,7 +620,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             let placed = link
                 .rx
                 .send
-                .as_ref()
+                .live_mut()
                 .ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?
                 .status
                 .is_none();
@@ -572,7 +630,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             // fast-registration MR's (registered memory cannot be invalidated): a peer
             // cannot tell them apart, so cannot probe STags this way either. The receive
             // then completes with REM_INV_REQ_ERR (as from the C siw) before the Terminate.
-            let (invalidated, refused) = match (h.opcode, h.ddp) {
+            let (invalidated, refused) = match (opcode, ddp) {
                 (Opcode::SendInvalidate | Opcode::SendSeInvalidate, DdpHdr::Untagged(u))
                     if placed =>
                 {
@@ -584,26 +642,24 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 _ => (None, false),
             };
             let link = st.link_mut().ok_or(RxStop::PeerTerminated)?;
-            let s = link
+            let (id, status) = link
                 .rx
                 .send
-                .take()
+                .finish()
                 .ok_or(RxStop::Term(TermError::DdpUntaggedNoBuffer))?;
-            let mo = u32::try_from(h.offset()).unwrap_or(u32::MAX);
-            let len = mo.saturating_add(u32::try_from(h.payload_len()).unwrap_or(u32::MAX));
             let status = if refused {
                 wc::REM_INV_REQ_ERR
             } else {
-                s.status.unwrap_or(wc::SUCCESS)
+                status.unwrap_or(wc::SUCCESS)
             };
             let c = Completion {
-                id: s.id,
+                id,
                 opcode: op::RECEIVE,
                 status,
-                bytes: len,
+                bytes: end,
                 qp_num: st.ids().qpn,
                 qp_handle: st.ids().handle,
-                solicited: h.opcode.solicited(),
+                solicited: opcode.solicited(),
                 invalidated,
                 imm: None,
             };
@@ -632,7 +688,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
             Ok(())
         }
         Opcode::ReadRequest => {
-            let RdmapHdr::ReadRequest(rr) = h.rdmap else {
+            let RdmapHdr::ReadRequest(rr) = rdmap else {
                 return Err(RxStop::Term(TermError::RdmapUnexpectedOpcode));
             };
             // O2: serving a Read needs REMOTE_READ on the region. (QP access flags are
@@ -673,19 +729,36 @@ fn answer_later(link: &mut crate::qp::Link, req: Inbound) -> Result<(), RxStop> 
         .map_err(|_| RxStop::Term(TermError::RdmapCatastrophicStream))
 }
 
-/// Takes the next posted receive (`siw_rqe_get()`), from the QP's RQ or its SRQ: the slot
-/// must be exactly VALID.
-fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
+/// Takes the next posted receive (`siw_rqe_get()`), from the QP's RQ or its SRQ, into
+/// [`RxState`]'s receive; `false` if there is none: the slot must be exactly VALID.
+fn take_rqe(qp: &QpCore, st: &mut QpState) -> bool {
+    let (get, link) = st.rq_get_and_link();
+    let Some(link) = link else {
+        return false;
+    };
     match qp.rq().as_ref() {
-        Some(rq) => {
-            let get = st.rq_get_mut();
-            take_from(&rq.mem, rq.offset(*get, RQE_SIZE), qp.rq_max_sges(), get)
-        }
+        Some(rq) => take_from(
+            &rq.mem,
+            rq.offset(*get, RQE_SIZE),
+            qp.rq_max_sges(),
+            get,
+            &mut link.rx.send,
+        ),
         None => {
-            let srq = qp.srq()?;
+            let Some(srq) = qp.srq() else {
+                return false;
+            };
             let mut get = srq.get.lock();
             let at = *get;
-            let r = take_from(&srq.mem, srq.offset(at), srq.max_sge, &mut get)?;
+            if !take_from(
+                &srq.mem,
+                srq.offset(at),
+                srq.max_sge,
+                &mut get,
+                &mut link.rx.send,
+            ) {
+                return false;
+            }
             let event = srq.limit_reached(at);
             drop(get);
             if event {
@@ -693,28 +766,43 @@ fn take_rqe(qp: &QpCore, st: &mut QpState) -> Option<RxSend> {
                     h.srq_limit_event();
                 }
             }
-            Some(r)
+            true
         }
     }
 }
 
-/// Takes the receive queue element at `off` of `mem` and advances the consumer index `get`.
-fn take_from(mem: &SharedMem, off: usize, max_sge: u32, get: &mut u32) -> Option<RxSend> {
-    let flags = mem.atomic_u16(off.saturating_add(WQE_FLAGS))?;
+/// Takes the receive queue element at `off` of `mem` into `s` (idle) and advances the
+/// consumer index `get`; `false` if the slot holds none. Of its SGEs only those in use
+/// are read.
+fn take_from(mem: &SharedMem, off: usize, max_sge: u32, get: &mut u32, s: &mut RxSend) -> bool {
+    let Some(flags) = mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
+        return false;
+    };
     if flags.load(Ordering::Acquire) != wqe::VALID {
-        return None;
+        return false;
     }
-    let rqe: Rqe = mem.read(off)?;
+    let (Some(id), Some(num_sge)) = (
+        mem.read::<u64>(off.saturating_add(offset_of!(Rqe, id))),
+        mem.read::<u8>(off.saturating_add(offset_of!(Rqe, num_sge))),
+    ) else {
+        return false;
+    };
+    let nsge = usize::from(num_sge).min(max_sge as usize).min(s.sges.len());
+    let sges = off.saturating_add(offset_of!(Rqe, sge));
+    for (i, d) in s.sges.iter_mut().take(nsge).enumerate() {
+        // In bounds as the element is (`offset` gives whole elements).
+        let Some(sge) = mem.read::<Sge>(sges.saturating_add(i.saturating_mul(size_of::<Sge>())))
+        else {
+            return false;
+        };
+        *d = sge;
+    }
     flags.store(0, Ordering::Release);
     *get = get.wrapping_add(1);
-    let nsge = usize::from(rqe.num_sge)
-        .min(max_sge as usize)
-        .min(rqe.sge.len());
-    Some(RxSend {
-        id: rqe.id,
-        sges: rqe.sge,
-        nsge,
-        region: None,
-        status: None,
-    })
+    s.id = id;
+    s.nsge = nsge;
+    s.region = None;
+    s.status = None;
+    s.live = true;
+    true
 }
