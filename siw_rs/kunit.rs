@@ -25,6 +25,8 @@ mod queue {
         queue::{
             post_wqe,
             Ring,
+            Sge,
+            Sqe,
             WQE_FLAGS, //
         },
     };
@@ -52,6 +54,62 @@ mod queue {
         // The control word behind the last element is inside the allocation.
         assert!(r.mem.atomic_u32(r.end(SQE_SIZE)).is_some());
         assert!(r.mem.atomic_u32(r.end(SQE_SIZE) + 4).is_none());
+        Ok(())
+    }
+
+    #[test]
+    fn an_element_reads_back_whole_field_for_field() -> Result {
+        // `SharedMem::read` copies an element of whole words word by word: every field,
+        // the narrow ones between wider ones too, must come back as written.
+        let mem = SharedMem::new(SQE_SIZE * 2, false)?;
+        let mut sqe = Sqe {
+            id: 0x0102_0304_0506_0708,
+            flags: 0x0a0b,
+            num_sge: 3,
+            opcode: 0x0c,
+            rkey: 0x1122_3344,
+            raddr: 0x5566_7788_99aa_bbcc,
+            sge: Default::default(),
+        };
+        for (i, s) in sqe.sge.iter_mut().enumerate() {
+            let i = i as u32;
+            *s = Sge {
+                laddr: u64::from(i) << 40 | 0xdead,
+                length: 0x100 + i,
+                lkey: 0x7700 + i,
+            };
+        }
+        mem.write(SQE_SIZE, sqe)?;
+        let back: Sqe = mem.read(SQE_SIZE).ok_or(EINVAL)?;
+        assert_eq!(
+            (
+                back.id,
+                back.flags,
+                back.num_sge,
+                back.opcode,
+                back.rkey,
+                back.raddr
+            ),
+            (
+                sqe.id,
+                sqe.flags,
+                sqe.num_sge,
+                sqe.opcode,
+                sqe.rkey,
+                sqe.raddr
+            )
+        );
+        for (b, s) in back.sge.iter().zip(sqe.sge.iter()) {
+            assert_eq!((b.laddr, b.length, b.lkey), (s.laddr, s.length, s.lkey));
+        }
+        let sge: Sge = mem.read(SQE_SIZE + SQE_SIZE - 16).ok_or(EINVAL)?;
+        assert_eq!(
+            (sge.laddr, sge.length, sge.lkey),
+            (5 << 40 | 0xdead, 0x105, 0x7705)
+        );
+        // An element reaching past the end, or misaligned, is not read.
+        assert!(mem.read::<Sqe>(SQE_SIZE + 8).is_none());
+        assert!(mem.read::<Sqe>(4).is_none());
         Ok(())
     }
 

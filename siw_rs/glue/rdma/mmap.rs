@@ -14,6 +14,7 @@
 //! key out, so that an object whose ring landed there fails to open (defect O3 of the C siw).
 
 use crate::glue::bindings;
+use core::mem::{align_of, size_of, MaybeUninit};
 use core::ptr::NonNull;
 use core::sync::atomic::{
     AtomicU16,
@@ -85,8 +86,28 @@ impl SharedMem {
     }
 
     /// Copies out the `T` at `off` (a volatile read: user space may be writing it).
+    ///
+    /// A `T` of whole 8-octet words is read word by word: a volatile read of a struct is one
+    /// load and one store per field (a send queue element, 36 of each), of its words one
+    /// per word (16).
+    #[inline(always)]
     pub(crate) fn read<T: FromBytes + Copy>(&self, off: usize) -> Option<T> {
         let p = self.at::<T>(off)?;
+        let words = size_of::<T>() / 8;
+        if align_of::<T>() >= 8 && size_of::<T>() % 8 == 0 && words > 1 {
+            let mut v = MaybeUninit::<T>::uninit();
+            let (src, dst) = (p.cast::<u64>(), v.as_mut_ptr().cast::<u64>());
+            for i in 0..words {
+                // SAFETY: Word `i` of `words` lies inside both `T`s, and `align_of::<T>()` is a
+                // multiple of 8, so both word pointers are aligned; `p` is in bounds
+                // (checked by `at`), `v` is ours.
+                unsafe { dst.add(i).write(core::ptr::read_volatile(src.add(i))) };
+            }
+            // SAFETY: Every octet of `v` was written above (`size_of::<T>() == 8 * words`),
+            // and `T: FromBytes` is valid for any octets, so a concurrent user write can at
+            // worst yield a torn value.
+            return Some(unsafe { v.assume_init() });
+        }
         // SAFETY: `p` is in bounds and aligned (checked by `at`); `T: FromBytes` is valid for
         // any bytes, so a concurrent user write can at worst yield a torn value.
         Some(unsafe { core::ptr::read_volatile(p) })
