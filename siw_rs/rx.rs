@@ -513,13 +513,10 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
     let end = u32::try_from(h.offset())
         .unwrap_or(u32::MAX)
         .saturating_add(u32::try_from(h.payload_len()).unwrap_or(u32::MAX));
-    let rdmap = match opcode {
-        Opcode::Send
-        | Opcode::SendSe
-        | Opcode::SendInvalidate
-        | Opcode::SendSeInvalidate
-        | Opcode::ReadResponse => RdmapHdr::None,
-        _ => h.rdmap,
+    let rdmap = if opcode.rdmap_len() == 0 {
+        RdmapHdr::None
+    } else {
+        h.rdmap
     };
     let last_write = link.rx.last_write.take();
     match opcode {

@@ -603,6 +603,25 @@ proptest! {
     }
 }
 
+/// A message of `op` for the segmenter: tagged to (`stag`, `to`), or untagged on the
+/// opcode's queue with `msn` and `rsvd_ulp`.
+fn message(
+    op: Opcode,
+    rdmap: RdmapHdr,
+    len: u32,
+    stag: u32,
+    to: u64,
+    msn: u32,
+    rsvd_ulp: u32,
+) -> Message {
+    let target = if op.is_tagged() {
+        Target::Tagged { stag, to }
+    } else {
+        Target::Untagged { qn: op.queue().unwrap_or(0), msn, rsvd_ulp }
+    };
+    Message { opcode: op, target, rdmap, len }
+}
+
 proptest! {
     #![proptest_config(cfg(256))]
 
@@ -618,12 +637,7 @@ proptest! {
         msn in any::<u32>(),
         mul in 20u16..3000,
     ) {
-        let target = if op.is_tagged() {
-            Target::Tagged { stag, to }
-        } else {
-            Target::Untagged { qn: op.queue().unwrap_or(0), msn, rsvd_ulp: stag }
-        };
-        let msg = Message { opcode: op, target, rdmap, len };
+        let msg = message(op, rdmap, len, stag, to, msn, stag);
         let Ok(seg) = Segmenter::new(msg, mul) else { return Ok(()) };
         let mut into = seg;
         for s in seg {
@@ -650,12 +664,7 @@ proptest! {
         mul in 0u16..3000,
         used in 0usize..4,
     ) {
-        let target = if op.is_tagged() {
-            Target::Tagged { stag: 7, to }
-        } else {
-            Target::Untagged { qn: op.queue().unwrap_or(0), msn: 3, rsvd_ulp: 0 }
-        };
-        let msg = Message { opcode: op, target, rdmap, len };
+        let msg = message(op, rdmap, len, 7, to, 3, 0);
         // A segmenter part way through another message.
         let other = Message {
             opcode: Opcode::Send,
@@ -692,12 +701,7 @@ proptest! {
         to in 0u64..1 << 40,
         mul in 20u16..3000,
     ) {
-        let target = if op.is_tagged() {
-            Target::Tagged { stag: 1, to }
-        } else {
-            Target::Untagged { qn: op.queue().unwrap_or(0), msn: 1, rsvd_ulp: 0 }
-        };
-        let msg = Message { opcode: op, target, rdmap, len };
+        let msg = message(op, rdmap, len, 1, to, 1, 0);
         let Ok(mut seg) = Segmenter::new(msg, mul) else { return Ok(()) };
         let mut first = true;
         loop {
