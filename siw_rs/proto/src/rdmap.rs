@@ -680,6 +680,35 @@ pub struct FpduHeader {
     pub rdmap: RdmapHdr,
 }
 
+/// [`FpduHeader::encode`] of a header given in parts: for a sender whose message keeps the
+/// RDMAP header, which a whole [`FpduHeader`] would copy (up to 96 octets, per FPDU).
+/// Inlined: called out of line, LLVM passed the parts as a whole header built on the stack
+/// again (seen in the kernel build).
+#[inline(always)]
+pub fn encode_header(
+    out: &mut [u8],
+    ulpdu_len: u16,
+    last: bool,
+    opcode: Opcode,
+    ddp: &DdpHdr,
+    rdmap: &RdmapHdr,
+) -> Result<usize, BufferTooSmall> {
+    let mut w = Writer::new(out);
+    let tagged = matches!(ddp, DdpHdr::Tagged(_));
+    w.u16(ulpdu_len).ok_or(BufferTooSmall)?;
+    w.u16(Ctrl::new(tagged, last, opcode.raw()).0)
+        .ok_or(BufferTooSmall)?;
+    // The DDP fields written in place: no staging buffer, whose variable-length copy is
+    // a `memcpy` call in the kernel, on every FPDU sent.
+    match ddp {
+        DdpHdr::Tagged(t) => t.write(&mut w),
+        DdpHdr::Untagged(u) => u.write(&mut w),
+    }
+    .ok_or(BufferTooSmall)?;
+    rdmap.encode(&mut w).ok_or(BufferTooSmall)?;
+    Ok(w.len())
+}
+
 /// Validates the first four bytes of an FPDU: the MPA length field and the control
 /// word. Returns the opcode.
 ///
@@ -730,20 +759,14 @@ impl FpduHeader {
     /// Writes the header, MPA length field first. The T flag follows the DDP header
     /// variant; reserved bits are zero.
     pub fn encode(&self, out: &mut [u8]) -> Result<usize, BufferTooSmall> {
-        let mut w = Writer::new(out);
-        let tagged = matches!(self.ddp, DdpHdr::Tagged(_));
-        w.u16(self.ulpdu_len).ok_or(BufferTooSmall)?;
-        w.u16(Ctrl::new(tagged, self.last, self.opcode.raw()).0)
-            .ok_or(BufferTooSmall)?;
-        // The DDP fields written in place: no staging buffer, whose variable-length copy is
-        // a `memcpy` call in the kernel, on every FPDU sent.
-        match &self.ddp {
-            DdpHdr::Tagged(t) => t.write(&mut w),
-            DdpHdr::Untagged(u) => u.write(&mut w),
-        }
-        .ok_or(BufferTooSmall)?;
-        self.rdmap.encode(&mut w).ok_or(BufferTooSmall)?;
-        Ok(w.len())
+        encode_header(
+            out,
+            self.ulpdu_len,
+            self.last,
+            self.opcode,
+            &self.ddp,
+            &self.rdmap,
+        )
     }
 
     /// Parses and validates a header that starts at the MPA length field. Returns the

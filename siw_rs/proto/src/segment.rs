@@ -14,7 +14,7 @@
 
 use super::ddp::{DdpHdr, TaggedHdr, UntaggedHdr};
 use super::fpdu::{fpdu_len, pad_len};
-use super::rdmap::{FpduHeader, Opcode, RdmapHdr, MAX_HDR_LEN, MPA_LEN_FIELD};
+use super::rdmap::{encode_header, FpduHeader, Opcode, RdmapHdr, MAX_HDR_LEN, MPA_LEN_FIELD};
 
 /// Where a message goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -228,14 +228,24 @@ impl Segmenter {
     /// nothing larger than [`SegmentInfo`] is returned (in the kernel a [`Segment`],
     /// over 200 octets, is copied with `memcpy` calls).
     pub fn next_into(&mut self, out: &mut [u8]) -> Option<SegmentInfo> {
-        let (fpdu, info) = self.next_header()?;
-        let header_len = fpdu.encode(out).ok()?;
+        let (ulpdu_len, info) = self.next_span()?;
+        // Encoded from the message in place (see `encode_header`).
+        let header_len = encode_header(
+            out,
+            ulpdu_len,
+            info.last,
+            self.msg.opcode,
+            &self.ddp_at(info.payload_offset),
+            &self.msg.rdmap,
+        )
+        .ok()?;
         self.advance(&info);
         Some(SegmentInfo { header_len, ..info })
     }
 
-    /// The next segment's header and payload range, without advancing.
-    fn next_header(&self) -> Option<(FpduHeader, SegmentInfo)> {
+    /// The next segment's ULPDU length and payload range (`header_len` 0), without
+    /// advancing.
+    fn next_span(&self) -> Option<(u16, SegmentInfo)> {
         if self.done {
             return None;
         }
@@ -246,7 +256,23 @@ impl Segmenter {
             (self.max_payload, false)
         };
         let offset = self.offset;
-        let ddp = match self.msg.target {
+        let hdr_ulp = self.msg.opcode.header_len().saturating_sub(MPA_LEN_FIELD);
+        let ulpdu_len = u16::try_from(usize::try_from(len).ok()?.checked_add(hdr_ulp)?).ok()?;
+        // Where the next segment starts: checked here, so that advancing cannot fail.
+        offset.checked_add(len)?;
+        let info = SegmentInfo {
+            header_len: 0,
+            payload_offset: offset,
+            payload_len: len,
+            pad: pad_len(ulpdu_len),
+            last,
+        };
+        Some((ulpdu_len, info))
+    }
+
+    /// The DDP header of the segment whose payload starts at message offset `offset`.
+    fn ddp_at(&self, offset: u32) -> DdpHdr {
+        match self.msg.target {
             Target::Tagged { stag, to } => DdpHdr::Tagged(TaggedHdr {
                 stag,
                 to: to.wrapping_add(u64::from(offset)),
@@ -257,24 +283,18 @@ impl Segmenter {
                 msn,
                 mo: offset,
             }),
-        };
-        let hdr_ulp = self.msg.opcode.header_len().saturating_sub(MPA_LEN_FIELD);
-        let ulpdu_len = u16::try_from(usize::try_from(len).ok()?.checked_add(hdr_ulp)?).ok()?;
-        // Where the next segment starts: checked here, so that advancing cannot fail.
-        offset.checked_add(len)?;
+        }
+    }
+
+    /// The next segment's header and payload range, without advancing.
+    fn next_header(&self) -> Option<(FpduHeader, SegmentInfo)> {
+        let (ulpdu_len, info) = self.next_span()?;
         let fpdu = FpduHeader {
             ulpdu_len,
-            last,
+            last: info.last,
             opcode: self.msg.opcode,
-            ddp,
+            ddp: self.ddp_at(info.payload_offset),
             rdmap: self.msg.rdmap,
-        };
-        let info = SegmentInfo {
-            header_len: 0,
-            payload_offset: offset,
-            payload_len: len,
-            pad: pad_len(ulpdu_len),
-            last,
         };
         Some((fpdu, info))
     }
@@ -283,8 +303,8 @@ impl Segmenter {
     /// last: what a sender packing FPDUs into TCP segments needs to know in advance
     /// (see [`super::fpdu::Packer`]).
     pub fn next_wire_len(&self) -> Option<usize> {
-        let (fpdu, _) = self.next_header()?;
-        Some(fpdu_len(fpdu.ulpdu_len))
+        let (ulpdu_len, _) = self.next_span()?;
+        Some(fpdu_len(ulpdu_len))
     }
 
     fn advance(&mut self, info: &SegmentInfo) {
