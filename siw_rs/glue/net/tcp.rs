@@ -705,9 +705,9 @@ impl Socket {
                 bindings::MSG_EOR
             };
             msg.msg_flags = base | end;
-            // SAFETY: The first `run` entries of `bv`/`kv`, all that the iterator reads, were
-            // written above with readable memory (pages fit for splicing) outliving the call
-            // (`IoVec`'s invariant); the arrays it borrows outlive `msg`.
+            // SAFETY: The first `run` entries of `bv`/`kv`, all that the `iov_iter` reads,
+            // were written above with readable memory (pages fit for splicing) outliving the
+            // call (`IoVec`'s invariant); the arrays it borrows outlive `msg`.
             unsafe {
                 if splice {
                     bindings::iov_iter_bvec(

@@ -33,6 +33,17 @@ fn cfg(cases: u32) -> ProptestConfig {
     }
 }
 
+/// Any opcode, with an RDMAP header that fits it.
+fn arb_op_rdmap() -> impl Strategy<Value = (Opcode, RdmapHdr)> {
+    proptest::sample::select(Opcode::ALL.to_vec()).prop_flat_map(|op| (Just(op), arb_rdmap(op)))
+}
+
+/// A message length: often tiny (zero-length and single-segment cases), else up to a few
+/// segments.
+fn arb_message_len() -> impl Strategy<Value = u32> {
+    prop_oneof![0u32..16, 0u32..5000]
+}
+
 fn arb_rdmap(op: Opcode) -> BoxedStrategy<RdmapHdr> {
     match op {
         Opcode::ReadRequest => (
@@ -629,9 +640,8 @@ proptest! {
     /// header octets and payload ranges alike.
     #[test]
     fn next_into_gives_the_iterators_segments(
-        (op, rdmap) in proptest::sample::select(Opcode::ALL.to_vec())
-            .prop_flat_map(|op| (Just(op), arb_rdmap(op))),
-        len in prop_oneof![0u32..16, 0u32..5000],
+        (op, rdmap) in arb_op_rdmap(),
+        len in arb_message_len(),
         stag in any::<u32>(),
         to in any::<u64>(),
         msn in any::<u32>(),
@@ -657,9 +667,8 @@ proptest! {
     /// message `new` refuses leaves it as it was.
     #[test]
     fn start_in_place_is_new(
-        (op, rdmap) in proptest::sample::select(Opcode::ALL.to_vec())
-            .prop_flat_map(|op| (Just(op), arb_rdmap(op))),
-        len in prop_oneof![0u32..16, 0u32..5000],
+        (op, rdmap) in arb_op_rdmap(),
+        len in arb_message_len(),
         to in any::<u64>(),
         mul in 0u16..3000,
         used in 0usize..4,
@@ -695,9 +704,8 @@ proptest! {
     /// alone, for every message the segmenter takes.
     #[test]
     fn wire_lengths_are_predicted(
-        (op, rdmap) in proptest::sample::select(Opcode::ALL.to_vec())
-            .prop_flat_map(|op| (Just(op), arb_rdmap(op))),
-        len in prop_oneof![0u32..16, 0u32..5000],
+        (op, rdmap) in arb_op_rdmap(),
+        len in arb_message_len(),
         to in 0u64..1 << 40,
         mul in 20u16..3000,
     ) {
