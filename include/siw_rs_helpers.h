@@ -105,6 +105,9 @@ bool rust_helper_sk_hold_net(struct sock *sk);
 /* a TCP stream socket: tcp_read_sock() may read it */
 bool rust_helper_sk_is_tcp(const struct sock *sk);
 int rust_helper_tcp_inq(struct sock *sk);
+/* @len bytes of @skb at @off, if together in the direct map (else NULL) */
+const u8 *rust_helper_skb_contiguous(const struct sk_buff *skb, unsigned int off,
+				     unsigned int len);
 bool rust_helper_maybe_get_net(struct net *net);
 void rust_helper_put_net(struct net *net);
 

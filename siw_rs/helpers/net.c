@@ -251,6 +251,40 @@ int rust_helper_tcp_inq(struct sock *sk)
 	return tcp_inq(sk);
 }
 
+/*
+ * The address of @len bytes of @skb at @off if they lie together in its head or in one of
+ * its page fragments, in the kernel's direct map; NULL if not (the caller walks them with
+ * skb_seq_read(), which maps what it must). The order is skb_seq_read()'s: the head, then
+ * the fragments; bytes in the frag_list are never together here.
+ */
+const u8 *rust_helper_skb_contiguous(const struct sk_buff *skb, unsigned int off,
+				     unsigned int len)
+{
+	const struct skb_shared_info *sh = skb_shinfo(skb);
+	unsigned int head = skb_headlen(skb), i;
+
+	if (off < head)
+		return len <= head - off ? skb->data + off : NULL;
+	if (!skb_frags_readable(skb))
+		return NULL;
+	off -= head;
+	for (i = 0; i < sh->nr_frags; i++) {
+		const skb_frag_t *frag = &sh->frags[i];
+		unsigned int size = skb_frag_size(frag);
+		struct page *page;
+
+		if (off >= size) {
+			off -= size;
+			continue;
+		}
+		page = skb_frag_page(frag);
+		if (len > size - off || !page || skb_frag_must_loop(page))
+			return NULL;
+		return (const u8 *)page_address(page) + skb_frag_off(frag) + off;
+	}
+	return NULL;
+}
+
 /* Makes @sk hold a reference on its namespace, if it does not (a socket accepted from a
  * kernel listener); false if the namespace is already going away. */
 bool rust_helper_sk_hold_net(struct sock *sk)

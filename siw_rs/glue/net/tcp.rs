@@ -1250,8 +1250,26 @@ unsafe extern "C" fn read_actor(
             .data
             .cast::<&mut dyn FnMut(IoVec<'_>) -> usize>()
     };
+    let len32 = u32::try_from(len).unwrap_or(u32::MAX);
+    // What is together in one piece (a small message's FPDUs, in one fragment) goes to the
+    // reader without a sequential read's state, mapping and calls.
+    // SAFETY: A live skb with `len` bytes at `off` (the caller's guarantee).
+    let p = unsafe { bindings::skb_contiguous(skb, off, len32) };
+    if !p.is_null() && len32 as usize == len {
+        // SAFETY: `skb_contiguous` found the `len` bytes at `p` in the direct map, readable
+        // while the skb lives (this call); they may change meanwhile (a spliced page), which
+        // `IoVec` allows, and `f` keeps none of them.
+        let s = unsafe { IoVec::from_raw(p, len) };
+        let used = f(s).min(len);
+        if used < len {
+            // The reader stops here; the rest stays in the socket.
+            // SAFETY: `desc` is the caller's, live for the call.
+            unsafe { (*desc).count = 0 };
+        }
+        return c_int::try_from(used).unwrap_or(c_int::MAX);
+    }
     let mut st: bindings::skb_seq_state = pin_init::zeroed();
-    let end = off.saturating_add(u32::try_from(len).unwrap_or(u32::MAX));
+    let end = off.saturating_add(len32);
     // SAFETY: A live skb with data at `off..end`; `st` is ours.
     unsafe { bindings::skb_prepare_seq_read(skb, off, end, &mut st) };
     let mut done: u32 = 0;
