@@ -476,4 +476,21 @@ mod sync {
         drop(bh);
         Ok(())
     }
+
+    #[test]
+    fn bh_off_if_on_turns_them_off_once() -> Result {
+        use crate::glue::sync::{bh_disabled, bh_off_if_on};
+        assert!(!bh_disabled());
+        let outer = bh_off_if_on();
+        assert!(outer.is_some());
+        assert!(bh_disabled());
+        // Already off: nothing to turn off, and nothing turned back on when it goes.
+        let inner = bh_off_if_on();
+        assert!(inner.is_none());
+        drop(inner);
+        assert!(bh_disabled());
+        drop(outer);
+        assert!(!bh_disabled());
+        Ok(())
+    }
 }

@@ -9,7 +9,7 @@ use crate::{
     glue::{
         random_u32,
         rdma::cm::{QpHandle, RequestCookie},
-        sync::bh_off,
+        sync::bh_off_if_on,
     },
     mr::{MrCore, STAG_INDEX_MASK},
     qp::QpCore,
@@ -215,9 +215,10 @@ impl Tables {
     }
 
     /// Runs `f` on the MR table, locked with bottom halves off (the receive path looks MRs
-    /// up in softirq). The lock goes before bottom halves come back on.
+    /// up in softirq, where they are off already). The lock goes before bottom halves come
+    /// back on.
     fn with_mrs<R>(&self, f: impl FnOnce(&mut xarray::Guard<'_, Arc<MrCore>>) -> R) -> R {
-        let bh = bh_off();
+        let bh = bh_off_if_on();
         let mut g = self.mrs.lock();
         let r = f(&mut g);
         drop(g);

@@ -93,11 +93,18 @@ pub(crate) fn bh_off() -> BhOff {
     }
 }
 
-/// Bottom halves are off on this CPU (or a softirq runs): `in_softirq()`. For tests.
-#[cfg(CONFIG_KUNIT)]
+/// Bottom halves are off on this CPU (or a softirq runs): `in_softirq()`.
 pub(crate) fn bh_disabled() -> bool {
     // SAFETY: Reads this CPU's preempt count; callable from any context.
     unsafe { bindings::in_softirq() }
+}
+
+/// As [`bh_off`], but `None` when bottom halves are already off (a socket callback in
+/// softirq): turning them off and on again inside costs a `local_bh_enable()`, which checks
+/// for pending softirqs, and changes nothing. Only for a scope that ends before whatever
+/// turned them off ends: the result must not outlive the caller's frame.
+pub(crate) fn bh_off_if_on() -> Option<BhOff> {
+    (!bh_disabled()).then(bh_off)
 }
 
 impl Drop for BhOff {
