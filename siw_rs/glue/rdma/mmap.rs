@@ -113,9 +113,22 @@ impl SharedMem {
         Some(unsafe { core::ptr::read_volatile(p) })
     }
 
-    /// Writes `val` at `off` (volatile).
+    /// Writes `val` at `off` (volatile), word by word for a `T` of whole 8-octet words, as
+    /// [`Self::read`] (a completion queue element: 4 stores instead of 7 and their loads).
+    #[inline(always)]
     pub(crate) fn write<T: IntoBytes + Copy>(&self, off: usize, val: T) -> Result {
         let p = self.at::<T>(off).ok_or(EINVAL)?;
+        let words = size_of::<T>() / 8;
+        if align_of::<T>() >= 8 && size_of::<T>() % 8 == 0 && words > 1 {
+            let (src, dst) = (core::ptr::from_ref(&val).cast::<u64>(), p.cast::<u64>());
+            for i in 0..words {
+                // SAFETY: Word `i` of `words` lies inside both `T`s, both aligned to 8 (as in
+                // `read`); `p` is in bounds (checked by `at`) and ours to write, and
+                // `T: IntoBytes` has no padding, so every word of `val` is initialised.
+                unsafe { core::ptr::write_volatile(dst.add(i), src.add(i).read()) };
+            }
+            return Ok(());
+        }
         // SAFETY: `p` is in bounds and aligned; the memory is ours to write.
         unsafe { core::ptr::write_volatile(p, val) };
         Ok(())
