@@ -1226,7 +1226,7 @@ impl Ep {
     /// leaving.
     fn data(self: &Arc<Self>, g: &mut Inner, rx: bool) {
         let inner = &mut *g;
-        let (Some(sock), Some(qp)) = (inner.sock.as_ref(), inner.qp.clone()) else {
+        let (Some(sock), Some(qp)) = (inner.sock.as_ref(), inner.qp.as_ref()) else {
             return;
         };
         let mut sctp = inner.sctp.as_deref_mut();
@@ -1251,7 +1251,7 @@ impl Ep {
             let r = if !rx {
                 Ok(0)
             } else if let Some(sc) = sctp.as_deref_mut() {
-                match sctp_rx(sc, sock, &qp, &mut st) {
+                match sctp_rx(sc, sock, qp, &mut st) {
                     SctpRx::Idle => {}
                     SctpRx::More => again = true,
                     SctpRx::PeerEnded => how = Some(How::Peer),
@@ -1261,7 +1261,7 @@ impl Ep {
                 Ok(0)
             } else {
                 sock.read(&mut |buf| {
-                    let (n, s) = rx::feed(&qp, &mut st, buf);
+                    let (n, s) = rx::feed(qp, &mut st, buf);
                     if s.is_some() {
                         stop = s;
                     }
@@ -1296,7 +1296,7 @@ impl Ep {
                     }
                     // Best effort: send it now, then close.
                     let _ = tx::run(
-                        &qp,
+                        qp,
                         &mut st,
                         sock,
                         sctp.as_deref_mut().map(|s| &mut s.tx_ssn),
@@ -1314,7 +1314,7 @@ impl Ep {
                 }
             }
             if how.is_none() && inner.tx_hold.is_none() {
-                match tx::run(&qp, &mut st, sock, sctp.map(|s| &mut s.tx_ssn)) {
+                match tx::run(qp, &mut st, sock, sctp.map(|s| &mut s.tx_ssn)) {
                     Ok(tx::Ran::Idle) => {}
                     Ok(tx::Ran::Yield) => again = true,
                     Err(TxStop::Terminated) => {

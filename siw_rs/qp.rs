@@ -847,6 +847,25 @@ impl SiwQp {
     /// complete what was posted with flush errors (the C siw leaves it in the queue,
     /// uncompleted); in any other state the QP is not connected.
     fn doorbell(&self, process: bool) -> Result {
+        // In RTS the endpoint comes from `posting`, as a kernel consumer's post finds it,
+        // without the state lock: owning it costs a mutex and a spinlock round with bottom
+        // halves off and on again, and `send_now` owns it anyway. The fence pairs with
+        // `set_state`'s, as in `posted`: either a flush of a state change sees the element
+        // just published, or this sees the new state (and takes the lock below). A QP that
+        // leaves RTS meanwhile is told apart by `send_now` under the lock, and its flush
+        // completes the element.
+        fence(Ordering::SeqCst);
+        if self.core.state_now() == State::Rts {
+            let ep = self.core.posting.lock().ep.clone();
+            if let Some(ep) = ep {
+                if process {
+                    ep.send_now();
+                } else {
+                    ep.kick();
+                }
+                return Ok(());
+            }
+        }
         let ep = {
             let mut st = self.core.st.lock();
             match st.state {
