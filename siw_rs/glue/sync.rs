@@ -6,7 +6,13 @@
 //! when no process does ([`OwnerLock`]).
 
 use super::bindings;
-use core::{cell::UnsafeCell, marker::PhantomPinned, ops::Deref, ops::DerefMut};
+use core::{
+    cell::UnsafeCell,
+    marker::PhantomPinned,
+    ops::Deref,
+    ops::DerefMut,
+    sync::atomic::{AtomicBool, Ordering},
+};
 use kernel::{
     prelude::*,
     sync::{
@@ -121,14 +127,20 @@ impl Drop for BhOff {
 /// A process owns it through [`OwnerLock::lock`]: a mutex among processes, and a flag set
 /// under a [`SpinLockBh`]. Softirq gets it through [`OwnerLock::try_lock_bh`] only while
 /// the flag is clear, holding the spinlock meanwhile; otherwise it leaves the work to the
-/// owner (or to a work item it queues).
+/// owner (or to a work item it queues). The owner clears the flag without the spinlock
+/// (a release store, which a softirq user's acquire load pairs with): a softirq user that
+/// still sees it set leaves the work as if the owner were there, and one that sees it clear
+/// sees all the owner wrote. So only taking ownership costs a spinlock round with bottom
+/// halves off and on, not giving it back.
 #[pin_data]
 pub(crate) struct OwnerLock<T> {
     #[pin]
     owner: Mutex<()>,
-    /// Whether a process owns the data.
+    /// Held by a softirq user, and by a process while it sets `owned`.
     #[pin]
-    owned: SpinLockBh<bool>,
+    slock: SpinLockBh<()>,
+    /// Whether a process owns the data: set under `slock`, cleared without it.
+    owned: AtomicBool,
     data: UnsafeCell<T>,
     #[pin]
     _pin: PhantomPinned,
@@ -150,7 +162,8 @@ impl<T> OwnerLock<T> {
     ) -> impl PinInit<Self> {
         pin_init!(Self {
             owner <- Mutex::new((), name, owner),
-            owned <- SpinLockBh::new(false, name, owned),
+            slock <- SpinLockBh::new((), name, owned),
+            owned: AtomicBool::new(false),
             data: UnsafeCell::new(data),
             _pin: PhantomPinned,
         })
@@ -160,7 +173,11 @@ impl<T> OwnerLock<T> {
     /// softirq user to finish).
     pub(crate) fn lock(&self) -> OwnerGuard<'_, T> {
         let m = self.owner.lock();
-        *self.owned.lock() = true;
+        // Under the spinlock: a softirq user holding it finishes first (and what it wrote is
+        // seen through the lock), and any later one sees the flag.
+        let g = self.slock.lock();
+        self.owned.store(true, Ordering::Relaxed);
+        drop(g);
         OwnerGuard { lock: self, _m: m }
     }
 
@@ -168,8 +185,9 @@ impl<T> OwnerLock<T> {
     /// work the caller queues, must do what the caller meant to). Holds a spinlock with
     /// bottom halves off: the holder must not sleep.
     pub(crate) fn try_lock_bh(&self) -> Option<BhGuard<'_, T>> {
-        let g = self.owned.lock();
-        if *g {
+        let g = self.slock.lock();
+        // Pairs with the owner's release store in `OwnerGuard::drop`.
+        if self.owned.load(Ordering::Acquire) {
             return None;
         }
         Some(BhGuard { lock: self, _g: g })
@@ -185,7 +203,8 @@ pub(crate) struct OwnerGuard<'a, T> {
 
 impl<T> Drop for OwnerGuard<'_, T> {
     fn drop(&mut self) {
-        *self.lock.owned.lock() = false;
+        // Publishes what the owner wrote to a softirq user that sees the flag clear.
+        self.lock.owned.store(false, Ordering::Release);
     }
 }
 
@@ -194,7 +213,8 @@ impl<T> Deref for OwnerGuard<'_, T> {
     fn deref(&self) -> &T {
         // SAFETY: The flag is set while this guard lives, and it was set under the
         // spinlock after the mutex was taken: no other process holds a guard (the mutex),
-        // and no softirq user does (one takes the spinlock and finds the flag set).
+        // and no softirq user does (one that held the spinlock before has let it go, and
+        // one taking it now finds the flag set).
         unsafe { &*self.lock.data.get() }
     }
 }
@@ -209,14 +229,15 @@ impl<T> DerefMut for OwnerGuard<'_, T> {
 /// The data of an [`OwnerLock`], held by a softirq user (or a process in a socket callback).
 pub(crate) struct BhGuard<'a, T> {
     lock: &'a OwnerLock<T>,
-    _g: SpinLockBhGuard<'a, bool>,
+    _g: SpinLockBhGuard<'a, ()>,
 }
 
 impl<T> Deref for BhGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: The spinlock is held with the flag clear: no process owns the data (its
-        // owner sets the flag under this spinlock first) and no other softirq user holds it.
+        // SAFETY: The spinlock is held with the flag clear (an acquire load, after the last
+        // owner's release store): no process owns the data (an owner sets the flag under
+        // this spinlock first) and no other softirq user holds it.
         unsafe { &*self.lock.data.get() }
     }
 }
