@@ -79,6 +79,8 @@ void rust_helper_sock_set_rdma_lock_class(struct socket *s);
 int rust_helper_ip6_sock_set_v6only(struct sock *sk);
 struct net *rust_helper_sock_net(const struct sock *sk);
 void rust_helper_lock_sock(struct sock *sk);
+void rust_helper_read_lock(rwlock_t *lock);
+void rust_helper_read_unlock(rwlock_t *lock);
 void rust_helper_read_lock_bh(rwlock_t *lock);
 void rust_helper_read_unlock_bh(rwlock_t *lock);
 void rust_helper_write_lock_bh(rwlock_t *lock);

@@ -148,6 +148,16 @@ void rust_helper_lock_sock(struct sock *sk)
 	lock_sock(sk);
 }
 
+void rust_helper_read_lock(rwlock_t *lock)
+{
+	read_lock(lock);
+}
+
+void rust_helper_read_unlock(rwlock_t *lock)
+{
+	read_unlock(lock);
+}
+
 void rust_helper_read_lock_bh(rwlock_t *lock)
 {
 	read_lock_bh(lock);

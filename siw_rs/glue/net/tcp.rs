@@ -1142,11 +1142,15 @@ unsafe fn event<E: SockEvents>(data: *mut c_void, ev: SockEvent, sk: *mut bindin
 ///
 /// `sk` is a live sock, and this is its callback.
 unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
+    // The callback lock is read as the socket layer's own callbacks and the C siw's read
+    // it, bottom halves as they are (off in softirq; on when a process runs the socket's
+    // backlog in `release_sock()`): writers take it with them off, and readers never wait
+    // for readers. Turning them off here would cost a `local_bh_enable()` per callback.
     // SAFETY: A live sock; `sk_user_data` is null or an attached owner's `RawCtx`, which
     // stays valid while the read lock is held (`detach` takes the write lock).
     unsafe {
         let lock = bindings::sk_callback_lock(sk);
-        bindings::read_lock_bh(lock);
+        bindings::read_lock(lock);
         let ctx = bindings::sk_user_data(sk).cast::<RawCtx>();
         if !ctx.is_null() {
             // TCP's callback first: `sk_stream_write_space()` clears SOCK_NOSPACE. Run after
@@ -1165,7 +1169,7 @@ unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
                 e((*ctx).data, ev, sk);
             }
         }
-        bindings::read_unlock_bh(lock);
+        bindings::read_unlock(lock);
     }
 }
 
