@@ -12,7 +12,7 @@ export ROOT PATH="/usr/sbin:/sbin:$PATH"
 . "$ROOT/selftests/lib/storage.sh"
 filter=${1:-}
 rounds=${2:-5}
-FIO_SECS=${BENCH_FIO_SECS:-8}
+FIO_SECS=${BENCH_FIO_SECS:-6}
 
 # perftest: name | command line (server and client add -R -d DEV and the address). Two
 # namespaces joined by a veth pair, one device of the driver in each, rdma_cm. *_bw rows
