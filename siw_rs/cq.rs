@@ -179,6 +179,8 @@ impl SiwCq {
             // The consumer has not taken this slot yet: overflow.
             return Err(ENOMEM);
         }
+        // The element goes in whole, its flags octet written as the 0 it is (a consumer
+        // polling the slot meanwhile reads 0 either way); the flags are set last, below.
         mem.write(
             off,
             Cqe {

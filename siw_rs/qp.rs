@@ -850,19 +850,25 @@ impl SiwQp {
         // In RTS the endpoint comes from `posting`, as a kernel consumer's post finds it,
         // without the state lock: owning it costs a mutex and a spinlock round with bottom
         // halves off and on again, and `send_now` owns it anyway. The fence pairs with
-        // `set_state`'s, as in `posted`: either a flush of a state change sees the element
-        // just published, or this sees the new state (and takes the lock below). A QP that
-        // leaves RTS meanwhile is told apart by `send_now` under the lock, and its flush
-        // completes the element.
+        // `set_state`'s, as in `posted`: either the flush of a move to ERROR sees the
+        // element just published, or this sees the new state (and takes the lock below).
+        // A QP that leaves RTS meanwhile has no connection left for `send_now` to send
+        // on; the element stays queued until that flush completes it.
         fence(Ordering::SeqCst);
         if self.core.state_now() == State::Rts {
-            let ep = self.core.posting.lock().ep.clone();
-            if let Some(ep) = ep {
-                if process {
-                    ep.send_now();
-                } else {
+            let p = self.core.posting.lock();
+            if let Some(ep) = p.ep.as_ref() {
+                if !process {
+                    // As in `posted`: the clone `kick` queues (or drops) is never the last,
+                    // whatever context a kernel consumer rings from.
                     ep.kick();
+                    return Ok(());
                 }
+                // A process sends from its system call, where sending may sleep: not
+                // under the spinlock, and the clone may be the last reference.
+                let ep = ep.clone();
+                drop(p);
+                ep.send_now();
                 return Ok(());
             }
         }

@@ -153,16 +153,16 @@ unsafe impl<T: Send> Send for OwnerLock<T> {}
 unsafe impl<T: Send> Sync for OwnerLock<T> {}
 
 impl<T> OwnerLock<T> {
-    /// A lock around `data`; `owner` and `owned` are the lock classes of its two parts.
+    /// A lock around `data`; `owner` and `slock` are the lock classes of its two locks.
     pub(crate) fn new(
         data: T,
         name: &'static CStr,
         owner: Pin<&'static LockClassKey>,
-        owned: Pin<&'static LockClassKey>,
+        slock: Pin<&'static LockClassKey>,
     ) -> impl PinInit<Self> {
         pin_init!(Self {
             owner <- Mutex::new((), name, owner),
-            slock <- SpinLockBh::new((), name, owned),
+            slock <- SpinLockBh::new((), name, slock),
             owned: AtomicBool::new(false),
             data: UnsafeCell::new(data),
             _pin: PhantomPinned,

@@ -288,7 +288,7 @@ const u8 *rust_helper_skb_contiguous(const struct sk_buff *skb, unsigned int off
 			continue;
 		}
 		page = skb_frag_page(frag);
-		if (len > size - off || !page || skb_frag_must_loop(page))
+		if (len > size - off || !page || skb_frag_must_loop(page) || !page_address(page))
 			return NULL;
 		return (const u8 *)page_address(page) + skb_frag_off(frag) + off;
 	}

@@ -1142,15 +1142,22 @@ unsafe fn event<E: SockEvents>(data: *mut c_void, ev: SockEvent, sk: *mut bindin
 ///
 /// `sk` is a live sock, and this is its callback.
 unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
-    // The callback lock is read as the socket layer's own callbacks and the C siw's read
-    // it, bottom halves as they are (off in softirq; on when a process runs the socket's
-    // backlog in `release_sock()`): writers take it with them off, and readers never wait
-    // for readers. Turning them off here would cost a `local_bh_enable()` per callback.
+    // In softirq (where TCP calls us but for a socket's backlog, which a process runs in
+    // `release_sock()` with bottom halves on) the callback lock is read as it is, as the C
+    // siw reads it: turning bottom halves off and on again would only cost a
+    // `local_bh_enable()` per callback. A process turns them off, as the kernel's other
+    // readers of the lock do: the lock's class is every INET socket's, `sock_orphan()`
+    // takes it for writing in softirq, and lockdep would see a softirq-unsafe read.
+    let in_bh = crate::glue::sync::bh_disabled();
     // SAFETY: A live sock; `sk_user_data` is null or an attached owner's `RawCtx`, which
     // stays valid while the read lock is held (`detach` takes the write lock).
     unsafe {
         let lock = bindings::sk_callback_lock(sk);
-        bindings::read_lock(lock);
+        if in_bh {
+            bindings::read_lock(lock);
+        } else {
+            bindings::read_lock_bh(lock);
+        }
         let ctx = bindings::sk_user_data(sk).cast::<RawCtx>();
         if !ctx.is_null() {
             // TCP's callback first: `sk_stream_write_space()` clears SOCK_NOSPACE. Run after
@@ -1169,7 +1176,11 @@ unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
                 e((*ctx).data, ev, sk);
             }
         }
-        bindings::read_unlock(lock);
+        if in_bh {
+            bindings::read_unlock(lock);
+        } else {
+            bindings::read_unlock_bh(lock);
+        }
     }
 }
 
@@ -1257,9 +1268,13 @@ unsafe extern "C" fn read_actor(
     let len32 = u32::try_from(len).unwrap_or(u32::MAX);
     // What is together in one piece (a small message's FPDUs, in one fragment) goes to the
     // reader without a sequential read's state, mapping and calls.
-    // SAFETY: A live skb with `len` bytes at `off` (the caller's guarantee).
-    let p = unsafe { bindings::skb_contiguous(skb, off, len32) };
-    if !p.is_null() && len32 as usize == len {
+    let p = if len32 as usize == len {
+        // SAFETY: A live skb with `len` bytes at `off` (the caller's guarantee).
+        unsafe { bindings::skb_contiguous(skb, off, len32) }
+    } else {
+        core::ptr::null()
+    };
+    if !p.is_null() {
         // SAFETY: `skb_contiguous` found the `len` bytes at `p` in the direct map, readable
         // while the skb lives (this call); they may change meanwhile (a spliced page), which
         // `IoVec` allows, and `f` keeps none of them.
