@@ -211,10 +211,10 @@ impl<T> Drop for OwnerGuard<'_, T> {
 impl<T> Deref for OwnerGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: The flag is set while this guard lives, and it was set under the
-        // spinlock after the mutex was taken: no other process holds a guard (the mutex),
-        // and no softirq user does (one that held the spinlock before has let it go, and
-        // one taking it now finds the flag set).
+        // While this guard lives, the flag is set (under the spinlock, after the mutex was
+        // taken), so no other process holds a guard and no softirq user does: one that held
+        // the spinlock before has let it go, and one taking it now finds the flag set.
+        // SAFETY: By the above, this guard's access to the data is the only one.
         unsafe { &*self.lock.data.get() }
     }
 }
