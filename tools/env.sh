@@ -71,3 +71,24 @@ siw_rs_kbuild_dir() {
 	     } | sha256sum | cut -c1-12)
 	echo "$SIW_RS_CACHE/kbuild-$SIW_RS_KVER-$tag$h"
 }
+
+# siw_rs_vm_sees DIR...: fails, saying why, when a VM could not see a DIR of the host as it
+# is. virtme-ng's init mounts an empty tmpfs over these (the guest's writable scratch
+# places), hiding a kernel build's modules (`modprobe` finds none) or the repository under
+# them. /tmp is not among them. Called by the tools that boot a VM, on the kernel build and
+# the repository; the build-only tests (tools/test-tools) keep their caches under /tmp.
+siw_rs_vm_sees() {
+	local d hidden
+	for d in "$@"; do
+		d=$(realpath -m "$d")
+		for hidden in /var/log /var/tmp /var/cache /var/spool/rsyslog /var/lib/portables \
+			/var/lib/machines /var/lib/private /var/lib/apt /var/lib/snapd/cookie /var/lib/sudo; do
+			case $d/ in
+			"$hidden"/*)
+				printf '%s: %s is under %s, which the VM covers with an empty tmpfs; move it (SIW_RS_CACHE for the kernel cache)\n' \
+					"${0##*/}" "$d" "$hidden" >&2
+				return 1 ;;
+			esac
+		done
+	done
+}
