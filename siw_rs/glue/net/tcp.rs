@@ -1141,6 +1141,7 @@ unsafe fn event<E: SockEvents>(data: *mut c_void, ev: SockEvent, sk: *mut bindin
 /// # Safety
 ///
 /// `sk` is a live sock, and this is its callback.
+#[inline(always)]
 unsafe fn sk_call(sk: *mut bindings::sock, ev: SockEvent) {
     // In softirq (where TCP calls us but for a socket's backlog, which a process runs in
     // `release_sock()` with bottom halves on) the callback lock is read as it is, as the C
