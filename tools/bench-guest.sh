@@ -13,6 +13,30 @@ export ROOT PATH="/usr/sbin:/sbin:$PATH"
 filter=${1:-}
 rounds=${2:-5}
 FIO_SECS=${BENCH_FIO_SECS:-6}
+# BENCH_PLACE: where perftest and iperf3 run on the two vCPUs (see tools/bench). float: where
+# the scheduler puts them, each host's received packets processed on the CPU that sent
+# them (veth); one: both ends on CPU 0; hosts: host A's process on CPU 0, host B's on
+# CPU 1, and each host's received packets processed on its own CPU (RPS on its veth), as
+# on two machines.
+place=${BENCH_PLACE:-float}
+pin_a=() pin_b=()
+case "$place" in
+float) ;;
+one) pin_a=(taskset -c 0) pin_b=(taskset -c 0) ;;
+hosts) pin_a=(taskset -c 0) pin_b=(taskset -c 1) ;;
+*)
+	echo "BENCH_PLACE=$place: not float, one or hosts" >&2
+	exit 1
+	;;
+esac
+# bench_hosts DRIVER: two_hosts with DRIVER at both ends, placed as BENCH_PLACE says.
+bench_hosts() {
+	two_hosts "$1" "$1"
+	if [ "$place" = hosts ]; then
+		on_a sh -c 'echo 1 >/sys/class/net/va/queues/rx-0/rps_cpus'
+		on_b sh -c 'echo 2 >/sys/class/net/vb/queues/rx-0/rps_cpus'
+	fi
+}
 
 # perftest: name | command line (server and client add -R -d DEV and the address). Two
 # namespaces joined by a veth pair, one device of the driver in each, rdma_cm. *_bw rows
@@ -100,9 +124,9 @@ run_perf() {
 	local name=$1 out i
 	shift
 	for i in 1 2 3; do
-		on_b timeout 600 "$@" -R -d "$DEV_B" >/tmp/bench-s.out 2>&1 &
+		on_b "${pin_b[@]}" timeout 600 "$@" -R -d "$DEV_B" >/tmp/bench-s.out 2>&1 &
 		listening_b 18515
-		out=$(on_a timeout 600 "$@" -R -d "$DEV_A" 192.168.77.2 2>&1) || true
+		out=$(on_a "${pin_a[@]}" timeout 600 "$@" -R -d "$DEV_A" 192.168.77.2 2>&1) || true
 		wait || true
 		case "$name" in
 		*_bw*) awk -v s="$3" '$1 == s && NF >= 4 { print $4; exit }' <<<"$out" ;;
@@ -123,9 +147,9 @@ run_perf() {
 run_tcp() {
 	local out args=("$@")
 	[ $# -gt 0 ] || args=(-t 5)
-	on_b iperf3 -s -1 >/tmp/bench-tcp.out 2>&1 &
+	on_b "${pin_b[@]}" iperf3 -s -1 >/tmp/bench-tcp.out 2>&1 &
 	listening_b 5201
-	out=$(on_a iperf3 -c 192.168.77.2 "${args[@]}" -J 2>&1) || true
+	out=$(on_a "${pin_a[@]}" iperf3 -c 192.168.77.2 "${args[@]}" -J 2>&1) || true
 	wait || true
 	python3 -c 'import json, sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 8e6))' \
 		<<<"$out" 2>/dev/null || { echo "# iperf3 failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')" >&2; echo "-"; }
@@ -345,7 +369,7 @@ if [ -n "${BENCH_TRACE:-}" ]; then
 	# Where the kernel's text lies (KASLR), for BENCH_TRACE=kernel's disassembly of vmlinux.
 	awk '$3 == "_stext" { print $1 }' /proc/kallsyms >"$BENCH_TRACE/kernel-text.txt"
 	for drv in siw siw_rs; do
-		two_hosts "$drv" "$drv"
+		bench_hosts "$drv"
 		# Where the module's code lies, for the host's disassembly.
 		for s in /sys/module/"$drv"/sections/.text*; do
 			echo "$drv ${s##*/} $(cat "$s")"
@@ -376,7 +400,7 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 	# sample rate down to almost nothing.
 	echo 0 >/proc/sys/kernel/perf_cpu_time_max_percent
 	for drv in siw siw_rs; do
-		two_hosts "$drv" "$drv"
+		bench_hosts "$drv"
 		for b in "${perf[@]}"; do
 			selected "${b%%|*}" || continue
 			profile_row "$drv" "$b"
@@ -388,7 +412,7 @@ if [ -n "${BENCH_PROFILE:-}" ]; then
 		two_hosts_down
 	done
 	if any_selected "${crc[@]}"; then
-		SIW_RS_PARAMS="${SIW_RS_PARAMS:+$SIW_RS_PARAMS }mpa_crc_required=1" two_hosts siw_rs siw_rs
+		SIW_RS_PARAMS="${SIW_RS_PARAMS:+$SIW_RS_PARAMS }mpa_crc_required=1" bench_hosts siw_rs
 		for b in "${crc[@]}"; do
 			selected "${b%%|*}" || continue
 			profile_row siw_rs "$b"
@@ -424,7 +448,7 @@ storage_group() {
 for r in $(seq "$rounds"); do
 	for drv in siw siw_rs; do
 		if any_selected "${perf[@]}" "${tcp[@]}"; then
-			two_hosts "$drv" "$drv"
+			bench_hosts "$drv"
 			for b in "${perf[@]}"; do
 				name=${b%%|*}
 				selected "$name" || continue
@@ -438,7 +462,7 @@ for r in $(seq "$rounds"); do
 		fi
 		if [ "$drv" = siw_rs ] && any_selected "${crc[@]}"; then
 			SIW_RS_PARAMS="${SIW_RS_PARAMS:+$SIW_RS_PARAMS }mpa_crc_required=1" \
-				two_hosts siw_rs siw_rs
+				bench_hosts siw_rs
 			for b in "${crc[@]}"; do
 				name=${b%%|*}
 				selected "$name" || continue
@@ -510,6 +534,6 @@ if selected "${tcp[0]%%|*}"; then
 	printf '%-18s %6s %10s %10s  %s\n' "${tcp[0]%%|*}" MB/s "$tcpmed" "$tcpmed" \
 		"(the ceiling: iperf3 over the same veth, median of ${t[*]})"
 fi
-echo "($rounds rounds, C siw then siw_rs in each; medians; pairs: min..max of the per-round"
+echo "($rounds rounds, C siw then siw_rs in each, BENCH_PLACE=$place; medians; pairs: min..max of the per-round"
 echo " ratios; C/TCP, rs/TCP: each driver's bandwidth over the TCP ceiling; bandwidth, IOPS"
 echo " and msg/s: higher is better, latency: lower; guest time counts instructions)"
