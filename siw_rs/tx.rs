@@ -37,7 +37,7 @@ use crate::{
     stats::Counter,
     table::Tables,
 };
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{fence, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 /// Largest FPDU payload siw_rs builds: an FPDU then spans few pages, so its pieces fit one
@@ -411,6 +411,9 @@ pub(crate) struct TxState {
     marked: Option<KBox<Marked>>,
     /// The TCP segment held open for FPDUs ready together (`fpdu_pack`).
     packer: Packer,
+    /// Send queue elements taken since the engine last yielded, counted across runs as
+    /// the C siw's `tx_ctx.burst` is: see [`SQ_BURST`].
+    burst: u32,
 }
 
 /// Why transmission stopped for good.
@@ -440,6 +443,7 @@ impl TxState {
                 None
             },
             packer: Packer::new(),
+            burst: 0,
         })
     }
 
@@ -497,8 +501,13 @@ fn next_msn(msn: &mut u32) -> u32 {
     *msn
 }
 
-/// Send queue elements one transmit run takes at most before it yields (the C siw's
-/// `SQ_USER_MAXBURST`).
+/// Send queue elements the engine takes before it yields (the C siw's `SQ_USER_MAXBURST`).
+///
+/// The count runs on across runs, so a process that rings the doorbell once per element
+/// still hands every `SQ_BURST`-th one to the connection's work. Until the work has taken
+/// it, the elements the process posts find the one before them still valid and ring no
+/// doorbell (libsiw's rule), and the work sends them all in one run: fewer system calls
+/// for the price of one hand-off.
 const SQ_BURST: u32 = 100;
 
 /// How a transmit run ended, short of an error.
@@ -528,7 +537,11 @@ pub(crate) fn run(
     ssn: Option<&mut SsnCounter>,
 ) -> Result<Ran, TxStop> {
     let mut blocked = false;
-    let r = passes(qp, st, sock, ssn, &mut blocked);
+    let mut burst = st.link().map_or(0, |l| l.tx.burst);
+    let r = passes(qp, st, sock, ssn, &mut blocked, &mut burst);
+    if let Some(link) = st.link_mut() {
+        link.tx.burst = burst;
+    }
     if !blocked {
         if let Some(link) = st.link_mut() {
             if link.tx.packer.is_open() {
@@ -547,14 +560,14 @@ fn passes(
     sock: &Socket,
     mut ssn: Option<&mut SsnCounter>,
     blocked: &mut bool,
+    burst: &mut u32,
 ) -> Result<Ran, TxStop> {
-    let mut burst = 0u32;
     loop {
         let Some(link) = st.link_mut() else {
             return Ok(Ran::Idle);
         };
         if !link.tx.fpdu.queued && !link.tx.active.live {
-            match take_work(qp, st, sock, &mut burst)? {
+            match take_work(qp, st, sock, burst)? {
                 Took::Work => {}
                 Took::Again => continue,
                 Took::Stop(ran) => return Ok(ran),
@@ -573,7 +586,7 @@ fn passes(
             let mss = sock.mss() as usize;
             // An FPDU that fills a segment alone is never held: nothing to look for.
             let next = if tx.fpdu.total < mss {
-                next_wire_len(qp, tx, &link.params, sock, sq_next, burst)
+                next_wire_len(qp, tx, &link.params, sock, sq_next, *burst)
             } else {
                 None
             };
@@ -887,11 +900,19 @@ fn take_work(
         return Ok(Took::Stop(Ran::Idle));
     };
     if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
-        return Ok(Took::Stop(Ran::Idle));
+        // libsiw rings no doorbell while the element before its new one is still valid: it
+        // counts on us to look again. We cleared that element's flags before this load;
+        // the fence orders the two, as the C siw's `smp_store_mb()` does, so that either
+        // libsiw saw the clearing (and rings) or the load below sees its new element.
+        fence(Ordering::SeqCst);
+        if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
+            return Ok(Took::Stop(Ran::Idle));
+        }
     }
     // After a burst others get a turn first: a process refilling its queue as fast as
     // we send could otherwise hold this worker and the QP's lock for good.
     if *burst >= SQ_BURST {
+        *burst = 0;
         return Ok(Took::Stop(Ran::Yield));
     }
     *burst = burst.saturating_add(1);
