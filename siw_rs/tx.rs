@@ -411,9 +411,10 @@ pub(crate) struct TxState {
     marked: Option<KBox<Marked>>,
     /// The TCP segment held open for FPDUs ready together (`fpdu_pack`).
     packer: Packer,
-    /// Send queue elements taken since the engine last yielded, counted across runs as
-    /// the C siw's `tx_ctx.burst` is: see [`SQ_BURST`].
-    burst: u32,
+    /// Send queue elements taken in a row with nothing received in between, across runs
+    /// (see [`SQ_BURST`]), and the receive side's byte count when the last was taken.
+    streak: u32,
+    rx_mark: u64,
 }
 
 /// Why transmission stopped for good.
@@ -443,7 +444,8 @@ impl TxState {
                 None
             },
             packer: Packer::new(),
-            burst: 0,
+            streak: 0,
+            rx_mark: 0,
         })
     }
 
@@ -501,13 +503,17 @@ fn next_msn(msn: &mut u32) -> u32 {
     *msn
 }
 
-/// Send queue elements the engine takes before it yields (the C siw's `SQ_USER_MAXBURST`).
+/// Send queue elements one transmit run takes at most before it yields (the C siw's
+/// `SQ_USER_MAXBURST`).
 ///
-/// The count runs on across runs, so a process that rings the doorbell once per element
-/// still hands every `SQ_BURST`-th one to the connection's work. Until the work has taken
-/// it, the elements the process posts find the one before them still valid and ring no
-/// doorbell (libsiw's rule), and the work sends them all in one run: fewer system calls
-/// for the price of one hand-off.
+/// A one-way stream also yields after `SQ_BURST` elements in a row, however many runs
+/// took them: the C siw counts across its doorbells too. So a process that sends without
+/// hearing from the peer, ringing the doorbell once per element, hands every
+/// `SQ_BURST`-th to the connection's work. Until the work has taken it, the elements the
+/// process posts find the one before them still valid and ring no doorbell (libsiw's
+/// rule), and the work sends them all in one run: fewer system calls for the price of
+/// one hand-off. Traffic that waits for the peer (request and response) has nothing to
+/// batch and never pays the hand-off, which would lengthen one round trip in a hundred.
 const SQ_BURST: u32 = 100;
 
 /// How a transmit run ended, short of an error.
@@ -537,11 +543,7 @@ pub(crate) fn run(
     ssn: Option<&mut SsnCounter>,
 ) -> Result<Ran, TxStop> {
     let mut blocked = false;
-    let mut burst = st.link().map_or(0, |l| l.tx.burst);
-    let r = passes(qp, st, sock, ssn, &mut blocked, &mut burst);
-    if let Some(link) = st.link_mut() {
-        link.tx.burst = burst;
-    }
+    let r = passes(qp, st, sock, ssn, &mut blocked);
     if !blocked {
         if let Some(link) = st.link_mut() {
             if link.tx.packer.is_open() {
@@ -560,14 +562,14 @@ fn passes(
     sock: &Socket,
     mut ssn: Option<&mut SsnCounter>,
     blocked: &mut bool,
-    burst: &mut u32,
 ) -> Result<Ran, TxStop> {
+    let mut burst = 0u32;
     loop {
         let Some(link) = st.link_mut() else {
             return Ok(Ran::Idle);
         };
         if !link.tx.fpdu.queued && !link.tx.active.live {
-            match take_work(qp, st, sock, burst)? {
+            match take_work(qp, st, sock, &mut burst)? {
                 Took::Work => {}
                 Took::Again => continue,
                 Took::Stop(ran) => return Ok(ran),
@@ -586,7 +588,7 @@ fn passes(
             let mss = sock.mss() as usize;
             // An FPDU that fills a segment alone is never held: nothing to look for.
             let next = if tx.fpdu.total < mss {
-                next_wire_len(qp, tx, &link.params, sock, sq_next, *burst)
+                next_wire_len(qp, tx, &link.params, sock, sq_next, burst)
             } else {
                 None
             };
@@ -910,12 +912,23 @@ fn take_work(
         }
     }
     // After a burst others get a turn first: a process refilling its queue as fast as
-    // we send could otherwise hold this worker and the QP's lock for good.
-    if *burst >= SQ_BURST {
-        *burst = 0;
+    // we send could otherwise hold this worker and the QP's lock for good. A one-way
+    // stream's burst counts across runs (see [`SQ_BURST`]).
+    let Some(link) = st.link_mut() else {
+        return Ok(Took::Stop(Ran::Idle));
+    };
+    let heard = link.rx.bytes();
+    let tx = &mut link.tx;
+    if tx.rx_mark != heard {
+        tx.rx_mark = heard;
+        tx.streak = 0;
+    }
+    if *burst >= SQ_BURST || tx.streak >= SQ_BURST {
+        tx.streak = 0;
         return Ok(Took::Stop(Ran::Yield));
     }
     *burst = burst.saturating_add(1);
+    tx.streak = tx.streak.saturating_add(1);
     let sqe: Sqe = qp.sq().mem.read(off).ok_or(TxStop::Failed)?;
     let Some(link) = st.link_mut() else {
         return Ok(Took::Stop(Ran::Idle));
