@@ -930,11 +930,7 @@ fn take_work(
     *burst = burst.saturating_add(1);
     tx.streak = tx.streak.saturating_add(1);
     let sqe: Sqe = qp.sq().mem.read(off).ok_or(TxStop::Failed)?;
-    let Some(link) = st.link_mut() else {
-        return Ok(Took::Stop(Ran::Idle));
-    };
     let ord = usize::from(link.params.ord);
-    let tx = &mut link.tx;
     // A fenced element waits for our Reads (and Atomics) to complete; a Read or an
     // Atomic waits for room in the ORQ (the peer's IRD, which RFC 7306 section 5.2
     // lets Atomics share with Reads).
@@ -1048,7 +1044,8 @@ fn next_wire_len(
         Some(Inbound::Atomic { .. }) => return first_wire_len(Opcode::AtomicResponse, 0, mul()),
         None => {}
     }
-    if burst >= SQ_BURST {
+    // As `take_work` decides: past a burst, the engine yields before taking this element.
+    if burst >= SQ_BURST || tx.streak >= SQ_BURST {
         return None;
     }
     let sq = qp.sq();
