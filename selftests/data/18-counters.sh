@@ -106,7 +106,8 @@ cli=$!
 out=
 for _ in $(seq 40); do
 	out=$(rdma -dd resource show qp 2>&1 | grep -A1 "$DEV_A") || true
-	has 'raddr' "$out" && break
+	# Its addresses show from the connect on; what MPA settled only once the QP is in RTS.
+	has 'state RTS' "$out" && has 'mpa_rev' "$out" && break
 	sleep 0.5
 done
 log "rdma -dd resource show qp, $DEV_A: $out"
