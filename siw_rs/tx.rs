@@ -923,7 +923,7 @@ fn take_work(
         tx.rx_mark = heard;
         tx.streak = 0;
     }
-    if *burst >= SQ_BURST || tx.streak >= SQ_BURST {
+    if burst_done(tx, *burst) {
         tx.streak = 0;
         return Ok(Took::Stop(Ran::Yield));
     }
@@ -985,6 +985,12 @@ fn take_work(
     }
 }
 
+/// Whether the engine yields before taking another send queue element: `SQ_BURST` taken in
+/// this run (`burst`), or a one-way stream's `SQ_BURST` in a row (see [`SQ_BURST`]).
+fn burst_done(tx: &TxState, burst: u32) -> bool {
+    burst >= SQ_BURST || tx.streak >= SQ_BURST
+}
+
 /// The MULPDU of the next message: the payload an FPDU may carry, from the TCP segment
 /// size (or, with GSO_EXP agreed or over SCTP, the largest FPDU we build).
 fn fpdu_mul(params: &LinkParams, marked: bool, sock: &Socket) -> u16 {
@@ -1044,8 +1050,8 @@ fn next_wire_len(
         Some(Inbound::Atomic { .. }) => return first_wire_len(Opcode::AtomicResponse, 0, mul()),
         None => {}
     }
-    // As `take_work` decides: past a burst, the engine yields before taking this element.
-    if burst >= SQ_BURST || tx.streak >= SQ_BURST {
+    // Past a burst the engine yields before taking this element (`take_work`).
+    if burst_done(tx, burst) {
         return None;
     }
     let sq = qp.sq();

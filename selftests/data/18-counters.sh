@@ -107,7 +107,8 @@ out=
 for _ in $(seq 40); do
 	out=$(rdma -dd resource show qp 2>&1 | grep -A1 "$DEV_A") || true
 	# Its addresses show from the connect on; what MPA settled only once the QP is in RTS.
-	has 'state RTS' "$out" && has 'mpa_rev' "$out" && break
+	# $DEV_A's own line: the one after it may be the peer's QP, in RTS first.
+	has "$DEV_A/[0-9]+ .*state RTS .*mpa_rev" "$out" && break
 	sleep 0.5
 done
 log "rdma -dd resource show qp, $DEV_A: $out"
