@@ -1384,9 +1384,17 @@ impl Ep {
                         | Phase::Backoff
                 )
             {
-                qp.link_down(&mut st);
-                if how == How::Error {
-                    st.fatal_event();
+                // The peer's orderly close of a quiet connection made by `modify_qp` leaves
+                // the QP in RTS (`QpCore::peer_left` says why).
+                let left = how == How::Peer
+                    && prev == Phase::Established
+                    && g.sock.as_ref().is_some_and(Socket::peer_finished)
+                    && qp.peer_left(&mut st);
+                if !left {
+                    qp.link_down(&mut st);
+                    if how == How::Error {
+                        st.fatal_event();
+                    }
                 }
             }
             drop(st);

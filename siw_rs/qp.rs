@@ -265,6 +265,9 @@ pub(crate) struct QpState {
     /// A connection made by `modify_qp` (RTR with an address vector), from RTR until the
     /// QP leaves RTR/RTS.
     av: Option<AvConn>,
+    /// In RTS, the peer of a connection made by `modify_qp` left (see
+    /// [`QpCore::peer_left`]): the next send work moves the QP to ERROR.
+    peer_left: bool,
 }
 
 /// A connection made by `modify_qp` ([`crate::proto::gidconn`]).
@@ -485,6 +488,8 @@ impl WorkItem for QpCore {
         if st.state == State::Error {
             this.flush_sq(&mut st);
             this.flush_rq(&mut st);
+        } else {
+            this.send_after_peer_left(&mut st);
         }
     }
 }
@@ -730,6 +735,7 @@ impl SiwQp {
                     link: None,
                     handle: None,
                     av: None,
+                    peer_left: false,
                 }, "QpCore::st"),
                 cm_refs: AtomicU32::new(1),
                 released <- Done::new(),
@@ -877,6 +883,10 @@ impl SiwQp {
             match st.state {
                 State::Error => {
                     self.core.flush_sq(&mut st);
+                    return Ok(());
+                }
+                State::Rts if st.peer_left => {
+                    self.core.send_after_peer_left(&mut st);
                     return Ok(());
                 }
                 State::Rts => st.ep.clone(),
@@ -1094,6 +1104,10 @@ impl SiwQp {
                 if let Some(ep) = self.core.posting.lock().ep.as_ref() {
                     // The clone `kick` queues (or drops) is never the last: `ep` holds one.
                     ep.kick();
+                } else if let Some(q) = workqueue::queue() {
+                    // No connection: one still to be made (the post waits for it), or the
+                    // peer left (the QP's work moves it to ERROR).
+                    let _ = q.enqueue::<_, 0>(self.core.clone());
                 }
             }
             _ => {}
@@ -1443,6 +1457,7 @@ impl QpCore {
             }
         }
         st.state = s;
+        st.peer_left = false;
         let ep = if s == State::Rts { st.ep.clone() } else { None };
         // Dropped after the spinlock, and never the last reference: `st.ep` still holds
         // the endpoint while the state leaves RTS.
@@ -1495,6 +1510,50 @@ impl QpCore {
         self.arm_watchdog();
         self.tables.count(Counter::ConnectionsEstablished);
         Ok(())
+    }
+
+    /// The peer of a connection made by `modify_qp` closed its end in order (its QP
+    /// destroyed or moved to ERROR) while this QP, in RTS, had nothing in progress: no
+    /// message partly received, no send work taken or posted, no RDMA Read outstanding.
+    /// Then the QP stays in RTS with its receives posted, as an RC QP on InfiniBand does
+    /// when its peer goes away, and only its next send work moves it to ERROR (see
+    /// [`QpCore::send_after_peer_left`]). Flushing the receives at once would put flush
+    /// completions on the CQ right behind the last message, and an application that polls
+    /// more than one completion at a time, written for InfiniBand, fails on them though it
+    /// has all it waited for (`ibv_rc_pingpong` polls two). Returns `false`, doing
+    /// nothing, if the QP does not qualify; the caller then takes the link down.
+    pub(crate) fn peer_left(&self, st: &mut QpState) -> bool {
+        let quiet = st.link().is_some_and(|l| {
+            l.rx.between_messages() && l.tx.idle() && l.tx.orq.is_empty() && !l.tx.control_due()
+        });
+        if st.state != State::Rts || st.av.is_none() || !quiet || self.sq_waiting(st) {
+            return false;
+        }
+        pr_debug!("QP {}: the peer left; RTS until send work\n", self.qpn);
+        // `drop_link` without its flush of the send queue, where a process may be
+        // writing an element right now: it finds the state lock and moves the QP to ERROR
+        // (nothing else is in progress to complete).
+        st.av = None;
+        if st.link.take().is_some() {
+            self.tables.retire(self);
+        }
+        st.ep = None;
+        // `posting.ep` goes too: a post finds no connection and comes to the state lock.
+        self.set_state(st, State::Rts);
+        st.peer_left = true;
+        true
+    }
+
+    /// Send work posted to a QP whose peer left ([`QpCore::peer_left`]): ERROR, the send
+    /// and receive queues flushed. No async event: as when the peer's close ends a QP
+    /// with work in progress, the completions say it.
+    fn send_after_peer_left(&self, st: &mut QpState) {
+        if st.state == State::Rts && st.peer_left && self.sq_waiting(st) {
+            pr_debug!("QP {}: send work after the peer left: ERROR\n", self.qpn);
+            self.set_state(st, State::Error);
+            self.flush_sq(st);
+            self.flush_rq(st);
+        }
     }
 
     /// The connection failed or closed: ERROR, flushing both queues.

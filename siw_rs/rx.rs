@@ -165,6 +165,16 @@ impl RxState {
         self.send.finish()
     }
 
+    /// Between messages: no FPDU partly read, no receive taken, no RDMA Write partly
+    /// placed, and receiving not stopped.
+    pub(crate) fn between_messages(&self) -> bool {
+        !self.send.live
+            && self.write_region.is_none()
+            && !self.stopped
+            && self.deferred.is_none()
+            && self.recv.at_fpdu_boundary()
+    }
+
     /// Receiving stopped for good.
     pub(crate) fn stopped(&self) -> bool {
         self.stopped

@@ -449,6 +449,11 @@ impl TxState {
         })
     }
 
+    /// A Terminate or a zero-length RTR message waits to go out.
+    pub(crate) fn control_due(&self) -> bool {
+        self.term.is_some() || self.rtr.is_some()
+    }
+
     /// Nothing is being sent.
     pub(crate) fn idle(&self) -> bool {
         !self.active.live && !self.fpdu.queued

@@ -2,7 +2,9 @@
 # the QPs exchange QP numbers and GIDs over TCP and connect through modify_qp alone. IPv4
 # and IPv6 GIDs, 1 byte to 64 KiB, 250 iterations (1000 until 2026-11-27: at 64 KiB still
 # 16 MiB each way), polling and with completion events (-e), the received buffers validated
-# (-c).
+# (-c). The peer that finishes first leaves while the other may not yet have polled its
+# last completion: that QP must stay in RTS, its receives not flushed (README, "The peer
+# leaving"), or ibv_rc_pingpong, which polls two completions at a time, fails on a flush.
 . "$ROOT/selftests/lib/common.sh"
 cleanup() { pkill -x ibv_rc_pingpong; two_hosts_down; }
 two_hosts siw_rs siw_rs

@@ -812,6 +812,17 @@ impl Socket {
         }
     }
 
+    /// A TCP connection the peer closed in order: its FIN came, and no error (a reset).
+    pub(crate) fn peer_finished(&self) -> bool {
+        if self.transport != Transport::Tcp {
+            return false;
+        }
+        let sk = self.sk();
+        // SAFETY: A live sock; the helpers read each field once (`READ_ONCE`).
+        let (err, state) = unsafe { (bindings::sk_err(sk), bindings::sk_state(sk)) };
+        err == 0 && u32::try_from(state).is_ok_and(|s| s == bindings::TCP_CLOSE_WAIT)
+    }
+
     /// The current MSS.
     pub(crate) fn mss(&self) -> u32 {
         // SAFETY: A live TCP socket.
