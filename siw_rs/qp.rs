@@ -1457,7 +1457,8 @@ impl QpCore {
             }
         }
         st.state = s;
-        st.peer_left = false;
+        // Only RTS keeps it (a move from RTS to RTS among them).
+        st.peer_left &= s == State::Rts;
         let ep = if s == State::Rts { st.ep.clone() } else { None };
         // Dropped after the spinlock, and never the last reference: `st.ep` still holds
         // the endpoint while the state leaves RTS.
@@ -1539,6 +1540,7 @@ impl QpCore {
         }
         st.ep = None;
         // `posting.ep` goes too: a post finds no connection and comes to the state lock.
+        // (Not its last reference: the endpoint closing calls this.)
         self.set_state(st, State::Rts);
         st.peer_left = true;
         true
