@@ -18,9 +18,12 @@
  *                INIT (the receives are posted here) -> RTR (an AV naming the peer's GID
  *                and QPN) -> RTS with ibv_modify_qp, and the driver makes the iWARP
  *                connection. There is no disconnect: the client destroys its QP when it
- *                is done with a connection, and the server waits (30 s at most) for its
- *                own QP to go to ERROR before it tears the connection down. The data and
- *                error phases and -q are the same as with rdma_cm, byte for byte.
+ *                is done with a connection, then closes the TCP connection. The server
+ *                then expects its own QP in ERROR (after a Terminate) or, as an RC QP
+ *                whose peer left, still in RTS until a Send moves it to ERROR: it posts
+ *                empty Sends until one is flushed (30 s at most), then tears the
+ *                connection down. The data and error phases and -q are the same as with
+ *                rdma_cm, byte for byte.
  *   -l           (client) chains: the write phase posts its Write and the request to check
  *                it, the send phase the announcement and its Send, each pair with one
  *                ibv_post_send, so that the driver has both at once (siw_rs packs such
@@ -97,6 +100,7 @@ struct conn {
 	char *ro_buf, *wo_buf;		/* read-only / write-only remote regions */
 	struct ctl ctl_out;
 	struct ctl peer;
+	int gid_fd;			/* GID mode: the TCP connection, open until the QP is gone */
 };
 
 static int verbose, use_srq, chain;
@@ -377,6 +381,8 @@ static void teardown(struct conn *c)
 {
 	if (gid_dev) {
 		ibv_destroy_qp(c->qp);
+		/* The client's close tells the server its QP is gone. */
+		close(c->gid_fd);
 	} else {
 		rdma_disconnect(c->id);
 		rdma_destroy_qp(c->id);
@@ -489,21 +495,59 @@ static void gid_link(struct conn *c, int fd, const char *who)
 			ntohl(peer.qpn));
 }
 
-/* The server's end of a connection: its QP goes to ERROR once the client has destroyed its
- * own (or at once after a Terminate). 30 s at most. */
-static void gid_wait_err(struct conn *c)
+/* The server's end of a connection, once the client has closed the TCP connection (its QP
+ * destroyed). After a Terminate the server's QP is in ERROR already. Otherwise it is an RC
+ * QP whose peer left: siw_rs keeps it in RTS, its receives posted, until send work moves it
+ * to ERROR (README, "The peer leaving"). Empty Sends are posted until one completes with
+ * IBV_WC_WR_FLUSH_ERR and the QP is in ERROR: one posted before the driver has seen the
+ * peer's close goes out and completes. 30 s at most. */
+static void gid_wait_end(struct conn *c)
 {
+	struct ibv_send_wr wr = { .wr_id = 9, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc;
+	int busy = 0, sends = 0, flushed = 0, n;
+	char b;
 
+	if (read(c->gid_fd, &b, 1) != 0) {
+		fprintf(stderr, "FAIL: the client's TCP connection did not end\n");
+		exit(1);
+	}
 	for (int i = 0; i < 600; i++) {
 		if (ibv_query_qp(c->qp, &qa, IBV_QP_STATE, &qi))
 			die("query_qp");
-		if (qa.qp_state == IBV_QPS_ERR)
+		while ((n = ibv_poll_cq(c->scq, 1, &wc)) > 0) {
+			if (wc.wr_id != 9)
+				continue;
+			busy = 0;
+			if (wc.status == IBV_WC_WR_FLUSH_ERR)
+				flushed = 1;
+			else if (wc.status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "FAIL: empty Send after the client's end: %s\n",
+					ibv_wc_status_str(wc.status));
+				exit(1);
+			}
+		}
+		if (n < 0)
+			die("poll_cq");
+		if (qa.qp_state == IBV_QPS_ERR && !busy) {
+			if (verbose)
+				fprintf(stderr, "server: QP in ERROR after %d empty Send(s), %s\n",
+					sends, flushed ? "the last flushed" : "none flushed");
 			return;
+		}
+		if (qa.qp_state == IBV_QPS_RTS && !busy) {
+			if (ibv_post_send(c->qp, &wr, &bad))
+				die("post_send (empty)");
+			busy = 1;
+			sends++;
+		}
 		usleep(50000);
 	}
-	fprintf(stderr, "FAIL: the server's QP is not in ERROR 30 s after the client's end\n");
+	fprintf(stderr, "FAIL: the server's QP (%s) is not in ERROR 30 s after the client's end"
+		" (%d empty Sends)\n", qa.qp_state == IBV_QPS_RTS ? "RTS" : "not RTS", sends);
 	exit(1);
 }
 
@@ -592,7 +636,7 @@ static void gid_accept(struct conn *c)
 	if (c->srq)
 		arm_srq_limit(c);
 	gid_link(c, fd, "server");
-	close(fd);
+	c->gid_fd = fd;
 }
 
 static int server_conn(struct conn *c)
@@ -672,10 +716,8 @@ static int server_conn(struct conn *c)
 	}
 	if (gid_dev) {
 		if (verbose)
-			fprintf(stderr, "server: waiting for the QP to go to ERROR\n");
-		gid_wait_err(c);
-		if (verbose)
-			fprintf(stderr, "server: QP in ERROR\n");
+			fprintf(stderr, "server: waiting for the client's end\n");
+		gid_wait_end(c);
 		teardown(c);
 	} else {
 		if (verbose)
@@ -746,7 +788,7 @@ static void gid_connect(struct conn *c, const char *addr)
 	c->ctx = gid_ctx;
 	setup_qp(c, 0);
 	gid_link(c, fd, "client");
-	close(fd);
+	c->gid_fd = fd;
 }
 
 /* Connected, and the regions known to each other. */
@@ -763,8 +805,8 @@ static void client_connect(struct conn *c, const char *addr)
 	c->peer = recv_ctl(c);
 }
 
-/* The end of a connection in the error phase. GID mode: destroying the QP is what the
- * server's QP sees (it goes to ERROR). */
+/* The end of a connection in the error phase. GID mode: the QP destroyed, then the TCP
+ * connection closed (see gid_wait_end). */
 static void client_close(struct conn *c)
 {
 	if (gid_dev) {
