@@ -1543,6 +1543,10 @@ impl QpCore {
         // (Not its last reference: the endpoint closing calls this.)
         self.set_state(st, State::Rts);
         st.peer_left = true;
+        // A post that still found the connection before `set_state` took it away (its
+        // kick finds the endpoint closed) wrote its element before it looked, so the
+        // element shows now: that work moves the QP to ERROR at once.
+        self.send_after_peer_left(st);
         true
     }
 
