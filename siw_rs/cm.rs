@@ -1892,8 +1892,10 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         if st.ep().is_some() {
             return Err(EBUSY);
         }
-        // Moved to ERROR meanwhile (being destroyed): nothing to connect.
-        if st.state() == State::Error {
+        // As the C siw (`siw_connect()`), only a QP not past RTR connects: one in ERROR is
+        // being destroyed, one in RTS without an endpoint was connected by `modify_qp` and
+        // its peer has left (`QpCore::peer_left`).
+        if !matches!(st.state(), State::Idle | State::Rtr) {
             return Err(EINVAL);
         }
         st.set_ep(ep.clone());
