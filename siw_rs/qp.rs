@@ -1554,11 +1554,10 @@ impl QpCore {
     /// and receive queues flushed. No async event: as when the peer's close ends a QP
     /// with work in progress, the completions say it.
     fn send_after_peer_left(&self, st: &mut QpState) {
-        if st.state == State::Rts && st.peer_left && self.sq_waiting(st) {
+        // `set_state` clears the mark outside RTS.
+        if st.peer_left && self.sq_waiting(st) {
             pr_debug!("QP {}: send work after the peer left: ERROR\n", self.qpn);
-            self.set_state(st, State::Error);
-            self.flush_sq(st);
-            self.flush_rq(st);
+            self.link_down(st);
         }
     }
 

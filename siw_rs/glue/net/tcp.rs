@@ -787,17 +787,14 @@ impl Socket {
     /// `Ok(true)` when established, `Ok(false)` while connecting or listening, an error once
     /// the connection is gone (the socket error, or `ECONNRESET` after a close).
     pub(crate) fn alive(&self) -> Result<bool> {
-        let sk = self.sk();
-        // SAFETY: A live sock; both fields change under the socket's locks, and the helpers
-        // read each once (`READ_ONCE`).
-        let (err, state) = unsafe { (bindings::sk_err(sk), bindings::sk_state(sk)) };
+        let (err, state) = self.err_state();
         if err != 0 {
             // `sk_err` holds a positive errno; saturate rather than overflow on nonsense.
             return Err(Error::from_errno(err.saturating_abs().saturating_neg()));
         }
         // SCTP's one-to-one sockets use the TCP state numbers, but stay CLOSED while the
         // association is set up: closed means lost only once it was up.
-        match u32::try_from(state).unwrap_or(0) {
+        match state {
             bindings::TCP_ESTABLISHED => {
                 self.up.store(true, Ordering::Relaxed);
                 Ok(true)
@@ -814,13 +811,17 @@ impl Socket {
 
     /// A TCP connection the peer closed in order: its FIN came, and no error (a reset).
     pub(crate) fn peer_finished(&self) -> bool {
-        if self.transport != Transport::Tcp {
-            return false;
-        }
+        self.transport == Transport::Tcp && self.err_state() == (0, bindings::TCP_CLOSE_WAIT)
+    }
+
+    /// The socket's pending error (`sk_err`, a positive errno or 0) and its state (0 for
+    /// a value out of range, which no TCP state is).
+    fn err_state(&self) -> (c_int, u32) {
         let sk = self.sk();
-        // SAFETY: A live sock; the helpers read each field once (`READ_ONCE`).
+        // SAFETY: A live sock; both fields change under the socket's locks, and the helpers
+        // read each once (`READ_ONCE`).
         let (err, state) = unsafe { (bindings::sk_err(sk), bindings::sk_state(sk)) };
-        err == 0 && u32::try_from(state).is_ok_and(|s| s == bindings::TCP_CLOSE_WAIT)
+        (err, u32::try_from(state).unwrap_or(0))
     }
 
     /// The current MSS.
