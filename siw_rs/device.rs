@@ -263,10 +263,10 @@ impl SiwDev {
     /// The device attributes (`query_device`), the C siw's.
     pub(crate) fn attr(&self) -> DeviceAttr {
         DeviceAttr {
-            // RFC 7306 atomics, done with the CPU's own atomic instructions on the target
-            // word, so atomic against the CPUs as well (the C siw: none). A connection uses
-            // them only where both ends agreed (`rfc7306`); elsewhere posting one fails.
-            atomic_glob: crate::module_parameters::rfc7306.value(),
+            // None, though kernel consumers get RFC 7306 atomics where both ends agreed
+            // (`rfc7306`): these attributes reach user space too (the legacy query copies
+            // what registration stored), and libsiw cannot post an atomic.
+            atomic_glob: false,
             device_cap_flags: ibdev::DEVICE_MEM_MGT_EXTENSIONS,
             kernel_cap_flags: ibdev::KERNEL_ALLOW_USER_UNREG,
             max_cq: MAX_CQ,

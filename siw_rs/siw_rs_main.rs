@@ -107,7 +107,7 @@ module! {
         },
         rfc7306: bool {
             default: true,
-            description: "Offer and accept the RFC 7306 extensions (atomics, RDMA Write with Immediate Data) on every connection, with siw_rs-private MPA bits; a peer that does not answer the offer (the C siw) is never sent one, and a kernel consumer's atomic or Write with Immediate on such a connection fails to post (EOPNOTSUPP). Also sets atomic_cap",
+            description: "Offer and accept the RFC 7306 extensions (atomics, RDMA Write with Immediate Data) on every connection, with siw_rs-private MPA bits; a peer that does not answer the offer (the C siw) is never sent one, and a kernel consumer's atomic or Write with Immediate on such a connection fails to post (EOPNOTSUPP)",
         },
         callback_rx_max: u32 {
             default: 1024,

@@ -372,7 +372,8 @@ static void test_device(void)
 	e = errno;
 	out("device.query_ex -> %s", rcs(rc, e));
 	if (!rc)
-		out("  device_cap_flags_ex=0x%llx odp_general_caps=0x%llx completion_timestamp_mask=0x%llx hca_core_clock=%llu max_wq_type_rq=%u max_dm_size=%llu",
+		out("  atomic_cap_ex=%d device_cap_flags_ex=0x%llx odp_general_caps=0x%llx completion_timestamp_mask=0x%llx hca_core_clock=%llu max_wq_type_rq=%u max_dm_size=%llu",
+		    dx.orig_attr.atomic_cap,
 		    (unsigned long long)dx.device_cap_flags_ex,
 		    (unsigned long long)dx.odp_caps.general_caps,
 		    (unsigned long long)dx.completion_timestamp_mask,
