@@ -2,19 +2,52 @@
 # Runs inside the VM: the tests a plan file lists (selftests/run writes it), as TAP. A plan
 # line is "SUITE PATH"; consecutive lines of one suite form a segment, which begins with
 # "# siw_rs-suite SUITE" and ends, after kmemleak's scan, with "# siw_rs-suite-complete
-# SUITE". After each test the kernel log it produced is checked for warnings, BUGs, oopses,
-# lockdep and KASAN reports.
+# SUITE"; the plan's end is "# siw_rs-plan-complete".
+#
+# The kernel log is never cleared. A reader copies every record of it, from boot on, to
+# SIW_RS_KMSG (a file of selftests/run's log directory, on the host), and every window of
+# the run (a test, the time between tests, a kmemleak scan) is delimited by a marker line
+# in the kernel log itself. After each test its window is checked for reports here;
+# selftests/run checks all the rest (boot, between tests, the scans, shutdown) and the
+# console once the VM is gone.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 plan=$1
 export ROOT PATH="/usr/sbin:/sbin:$PATH"
 cd "$ROOT" || exit 1
-
-bad_re='WARNING:|BUG:|Oops|general protection fault|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|KASAN|UBSAN|kmemleak|Call Trace|RIP:|refcount_t:|list_del corruption|sleeping function called from invalid context'
-# The first line of each report (a report's later lines may match bad_re again).
-head_re='WARNING:|BUG:|Oops|general protection fault|KASAN|UBSAN|refcount_t:|list_del corruption'
+. "$ROOT/selftests/lib/reports.sh"
+KMSG=${SIW_RS_KMSG:?}
 
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
+# Markers are written to /dev/kmsg, whose writers are rate-limited by default.
+echo on >/proc/sys/kernel/printk_devkmsg
+# The reader: `cat` ends when the ring overran it (EPIPE); it is started again, and
+# klog.awk drops the records a reopened /dev/kmsg repeats and names the ones lost.
+(while :; do cat /dev/kmsg; done) >>"$KMSG" 2>/dev/null &
+kmsg_reader=$!
+
+# mark TEXT: a marker line in the kernel log (at warning level, so that the console, which
+# selftests/run keeps, shows it too), in MARK, and in MARK_AT the copy's size before it.
+# It is waited for in the copy, so that everything logged before it is there.
+exec {nap_fd}<> <(:)
+marks=0
+mark() {
+	local i
+	marks=$((marks + 1))
+	MARK="siw_rs-window $marks $*"
+	MARK_AT=$(stat -c %s "$KMSG")
+	echo "<4>$MARK" >/dev/kmsg
+	for ((i = 0; i < 200; i++)); do
+		tail -c +"$((MARK_AT + 1))" "$KMSG" | grep -qF -- "$MARK" && return 0
+		read -r -t 0.05 -u "$nap_fd" _ || true
+	done
+	echo "# the kernel log's copy lacks the marker \"$MARK\" after 10 s"
+}
+
+# window FROM AT TO: the kernel log from marker FROM (the copy's size AT before it) to
+# marker TO, as dmesg prints it.
+window() { tail -c +"$(($2 + 1))" "$KMSG" | awk -v from="$1" -v to="$3" -f "$ROOT/selftests/lib/klog.awk"; }
+
 kmemleak=/sys/kernel/debug/kmemleak
 # Forget what boot left unreferenced: only leaks made by the tests count. No automatic
 # scans (one a minute after boot, then every ten): under TCG each takes seconds of both
@@ -33,7 +66,7 @@ cpu_ticks() {
 # has no RDMA hardware, and siw_rs and the C siw are both served by libsiw (driver_id
 # RDMA_DRIVER_SIW), so the guest's /etc overlay lists siw alone; rdma-core itself is not
 # touched, and `make demo` keeps the full list. device/02-link-lo checks that siw_rs's
-# devices are found with every provider loaded.
+# devices are found with every provider loaded; selftests/upstream puts rxe's back.
 if [ -f /etc/libibverbs.d/siw.driver ]; then
 	mkdir -p /tmp/siw_rs-ibverbs.d
 	mv /etc/libibverbs.d/*.driver /tmp/siw_rs-ibverbs.d/ 2>/dev/null
@@ -55,14 +88,40 @@ profile() {
 	}' /tmp/siw_rs-trace | sort -rn | head -n "${SIW_RS_PROFILE_LINES:-25}" | sed 's/^/#   profile: /'
 }
 
+# lockdep_on: lockdep still watches (its first report turns it off for the rest of the
+# boot, so a test after one would run unchecked; selftests/run plans a test that excuses a
+# report last in its VM, and this holds it to that).
+lockdep_on() { [ ! -r /proc/lockdep_stats ] || grep -Eq '^ *debug_locks: +1$' /proc/lockdep_stats; }
+
+# excused KLOG: whether the test's one report is the upstream one it named. A test may
+# write /tmp/siw_rs-known-report, two lines: an extended regex the report's head line (its
+# text after the timestamp) must match whole, and one that a line of the report (up to 80
+# lines from its head) must match. Only a window with exactly one report qualifies: a
+# second report (a hung task, a stall) is never excused with it.
+excused() {
+	local heads head body first
+	[ -s /tmp/siw_rs-known-report ] || return 1
+	head=$(sed -n 1p /tmp/siw_rs-known-report) body=$(sed -n 2p /tmp/siw_rs-known-report)
+	[ -n "$head" ] && [ -n "$body" ] || return 1
+	heads=$(grep -E "$REPORT_HEAD_RE" <<<"$1")
+	[ -n "$heads" ] && [ "$(wc -l <<<"$heads")" = 1 ] || return 1
+	sed 's/^\[[ 0-9.]*\] //' <<<"$heads" | grep -Eqx -- "$head" || return 1
+	first=$(grep -nE -m1 "$REPORT_HEAD_RE" <<<"$1" | cut -d: -f1)
+	tail -n +"$first" <<<"$1" | head -n 80 | grep -Eq -- "$body" || return 1
+	echo "# $name: excused its named upstream report: $heads"
+}
+
 run_test() { # PATH: one test, its TAP line
-	local t=$1 name out keep st rc secs start klog bad heads first idle idle0 idle1 all0 all1 procs0 procs1
+	local t=$1 name out keep st rc secs start klog bad first idle idle0 idle1 all0 all1 procs0 procs1 begin begin_at
 	n=$((n + 1))
 	name=$(basename "$t" .sh)
-	# The test's kernel log starts empty. (Counting lines from a mark broke once the ring,
-	# 128 KiB here, was full: the count stays put, and a report past it went unseen. What
-	# the kernel logs between tests goes to the console, warnings and worse, as before.)
-	dmesg -C
+	rm -f /tmp/siw_rs-known-report
+	if ! lockdep_on; then
+		echo "not ok $n - $name (lockdep is off: an earlier report in this boot turned it off)"
+		return
+	fi
+	mark "begin test $suite/$name"
+	begin=$MARK begin_at=$MARK_AT
 	start=$(date +%s)
 	read -r idle0 all0 procs0 < <(cpu_ticks)
 	local cmd=(bash "$t")
@@ -97,55 +156,36 @@ run_test() { # PATH: one test, its TAP line
 	# and how many processes it started (each costs about 0.2 s under TCG).
 	read -r idle1 all1 procs1 < <(cpu_ticks)
 	idle=$(( 100 * (idle1 - idle0) / ((all1 - all0) > 0 ? all1 - all0 : 1) ))
-	klog=$(dmesg)
-	# A test that retried past a user-space tool's known crash (perftest's race, see
-	# perftest_all in common.sh: the refused client crashes in librdmacm's error path) names
-	# the tool, one a line, in /tmp/siw_rs-user-crashes. The kernel's line for that crash,
-	# "traps: NAME[PID] general protection fault ip:.. sp:.. error:.. in librdmacm..", is a
-	# user-space fault, not a kernel report: only such lines, of the named tools, are set
-	# aside, and the test must still pass on its own checks.
-	if [ -s /tmp/siw_rs-user-crashes ]; then
-		while read -r tool; do
-			klog=$(grep -Ev "\] traps: $tool\[[0-9]+\] general protection fault ip:[0-9a-f]+ sp:[0-9a-f]+ error:[0-9a-f]+ in librdmacm" <<<"$klog")
-		done </tmp/siw_rs-user-crashes
-	fi
-	rm -f /tmp/siw_rs-user-crashes
-	bad=$(grep -E "$bad_re" <<<"$klog")
-	# A test may name, in /tmp/siw_rs-known-report, one report of an upstream bug outside
-	# siw_rs (the C siw's as a peer, or a kernel consumer's). It is excused only when it is
-	# the only report in the test's log and its first lines match; lockdep then stays off
-	# for the rest of the boot, so selftests/run plans such a test last in its VM.
-	if [ -n "$bad" ] && [ -s /tmp/siw_rs-known-report ]; then
-		heads=$(grep -E "$head_re" <<<"$klog")
-		first=$(grep -nE -m1 "$bad_re" <<<"$klog" | cut -d: -f1)
-		if [ "$(wc -l <<<"$heads")" = 1 ] &&
-			grep -Eq -- "$(cat /tmp/siw_rs-known-report)" <<<"$(tail -n +"$first" <<<"$klog" | head -n 12)"; then
-			echo "# $name: excused a known upstream report: $heads"
-			bad=
-		fi
-	fi
+	mark "end test $suite/$name"
+	klog=$(window "$begin" "$begin_at" "$MARK")
+	bad=$(grep -E "$REPORT_RE" <<<"$klog")
+	if [ -n "$bad" ] && excused "$klog"; then bad=; fi
 	rm -f /tmp/siw_rs-known-report
-	if [ $rc = 4 ] && [ -z "$bad" ]; then
+	local reason
+	reason=$(sed -n 's/^SKIP: //p' <<<"$out" | tail -n 1)
+	if [ $rc = 4 ] && [ -z "$bad" ] && [ -n "$reason" ]; then
 		# Skipped (kselftest's exit code 4), with the reason its "SKIP: " line gives.
-		echo "ok $n - $name # SKIP $(sed -n 's/^SKIP: //p' <<<"$out" | tail -n 1)"
+		echo "ok $n - $name # SKIP $reason"
 	elif [ $rc = 0 ] && [ -z "$bad" ]; then
 		# Its time (under TCG): where the suites' budget goes (.ci/run has 80 minutes).
 		echo "ok $n - $name ($secs s, $idle% idle, $((procs1 - procs0)) processes)"
-		# A passing test's own "# " lines, when asked for (make fuzz-vm: its figures); its
-		# "# retried: " lines always (a retry that passed must still be seen).
-		if [ -n "${SIW_RS_VERBOSE:-}" ]; then grep '^# ' <<<"$out" | sed 's/^/#   /' || true
-		else grep '^# retried: ' <<<"$out" | sed 's/^/#   /' || true; fi
+		# A passing test's own "# " lines, when asked for (make fuzz-vm: its figures).
+		if [ -n "${SIW_RS_VERBOSE:-}" ]; then grep '^# ' <<<"$out" | sed 's/^/#   /' || true; fi
 	else
-		echo "not ok $n - $name (exit $rc, $secs s)"
+		if [ $rc = 4 ] && [ -z "$reason" ]; then
+			echo "not ok $n - $name (exit 4, a skip that gives no \"SKIP: \" reason, $secs s)"
+		else
+			echo "not ok $n - $name (exit $rc, $secs s)"
+		fi
 		sed 's/^/#   /' <<<"$out" | tail -n "$keep"
 		if [ -n "$bad" ]; then
 			# From a little before the first report on: its head names the culprit.
-			first=$(grep -nE -m1 "$bad_re" <<<"$klog" | cut -d: -f1)
+			first=$(grep -nE -m1 "$REPORT_RE" <<<"$klog" | cut -d: -f1)
 			echo "#   kernel log:"
 			tail -n +"$(( first > 5 ? first - 5 : 1 ))" <<<"$klog" | head -n 80 | sed 's/^/#   | /'
 			# Later reports' heads too (at most four): a second report, past the first's
 			# 80 lines, may be the one that explains a hang.
-			grep -nE "$head_re" <<<"$klog" |
+			grep -nE "$REPORT_HEAD_RE" <<<"$klog" |
 				awk -F: -v f="$first" '$1 > f + 80 { print $1 }' | head -n 4 | while read -r ln; do
 				echo "#   kernel log, line $ln:"
 				tail -n +"$ln" <<<"$klog" | head -n 30 | sed 's/^/#   | /'
@@ -162,9 +202,11 @@ run_test() { # PATH: one test, its TAP line
 }
 
 # suite_end SUITE: kmemleak's verdict on the segment's tests, and the segment's end mark.
+# (The scans' own window of the kernel log is checked by selftests/run.)
 suite_end() {
 	local leaks start=$SECONDS
 	n=$((n + 1))
+	mark "begin kmemleak $1"
 	if [ -r "$kmemleak" ]; then
 		# Objects must be unreferenced across two scans, a few seconds apart, to be reported.
 		echo scan >"$kmemleak"; sleep 6; echo scan >"$kmemleak"
@@ -180,11 +222,13 @@ suite_end() {
 	else
 		echo "not ok $n - kmemleak: /sys/kernel/debug/kmemleak not available"
 	fi
+	mark "end kmemleak $1"
 	echo "# siw_rs-suite-complete $1"
 }
 
 echo "TAP version 13"
-n=0 cur=
+n=0 cur= suite=
+mark "begin plan"
 while read -r suite t <&3; do
 	if [ "$suite" != "$cur" ]; then
 		[ -n "$cur" ] && suite_end "$cur"
@@ -194,3 +238,8 @@ while read -r suite t <&3; do
 	run_test "$t"
 done 3<"$plan"
 [ -n "$cur" ] && suite_end "$cur"
+mark "end plan"
+echo "# siw_rs-plan-complete"
+# What the kernel logs from here to the power-off stays in the copy: the reader runs on.
+sync
+exit 0

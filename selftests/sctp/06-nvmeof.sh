@@ -15,7 +15,8 @@
 # last in the first).
 . "$ROOT/selftests/lib/common.sh"
 . "$ROOT/selftests/lib/storage.sh"
-echo '\(nvmet_config_sem\).* at: nvmet_port_subsys_drop_link' >/tmp/siw_rs-known-report
+printf '%s\n' 'WARNING: possible circular locking dependency detected' \
+	'\(nvmet_config_sem\).* at: nvmet_port_subsys_drop_link' >/tmp/siw_rs-known-report
 cleanup() { nvmeof_cleanup; }
 # SctpOutUnorderChunks: DDP segments are unordered DATA chunks.
 chunks() { awk '$1 == "SctpOutUnorderChunks" { print $2 }' /proc/net/sctp/snmp; }
