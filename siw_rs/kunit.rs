@@ -196,6 +196,7 @@ mod cq {
         assert_eq!(wc_status(wc::LOC_ACCESS_ERR), WcStatus::LocAccessErr);
         assert_eq!(wc_status(wc::REM_ACCESS_ERR), WcStatus::RemAccessErr);
         assert_eq!(wc_status(wc::REM_INV_REQ_ERR), WcStatus::RemInvReqErr);
+        assert_eq!(wc_status(wc::GENERAL_ERR), WcStatus::GeneralErr);
         // Anything a process wrote that siw does not know is a general error.
         assert_eq!(wc_status(0xffff), WcStatus::GeneralErr);
     }

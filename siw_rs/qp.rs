@@ -266,8 +266,38 @@ pub(crate) struct QpState {
     /// QP leaves RTR/RTS.
     av: Option<AvConn>,
     /// In RTS, the peer of a connection made by `modify_qp` left (see
-    /// [`QpCore::peer_left`]): the next send work moves the QP to ERROR.
+    /// [`QpCore::peer_left`]): send work fails once the retry time has passed.
     peer_left: bool,
+    /// When the send work that found the peer gone fails ([`QpCore::send_after_peer_left`]).
+    retry_deadline: Option<Instant<Monotonic>>,
+    /// `modify_qp`'s `timeout` and `retry_cnt`.
+    retry: Retry,
+}
+
+/// An RC QP's retry time as `modify_qp` gives it ([`gidconn::retry_time_ms`]).
+#[derive(Clone, Copy)]
+struct Retry {
+    timeout: u8,
+    retry_cnt: u8,
+}
+
+impl Retry {
+    /// What `m` sets of it.
+    fn take(&mut self, m: &QpModify) {
+        self.timeout = m.timeout.unwrap_or(self.timeout);
+        self.retry_cnt = m.retry_cnt.unwrap_or(self.retry_cnt);
+    }
+}
+
+impl Default for Retry {
+    /// For a QP whose consumer never set them (InfiniBand requires both for RTS): 8 tries
+    /// of 67 ms, as `ibv_rc_pingpong` asks for.
+    fn default() -> Self {
+        Self {
+            timeout: 14,
+            retry_cnt: 7,
+        }
+    }
 }
 
 /// A connection made by `modify_qp` ([`crate::proto::gidconn`]).
@@ -459,7 +489,10 @@ impl WorkItem<1> for QpCore {
 
     fn run(this: Arc<QpCore>) {
         workqueue::timer_done();
+        // One timer for two deadlines that never overlap: a connection coming up, and
+        // the retry time after it went.
         this.av_expired();
+        this.retry_expired();
     }
 }
 
@@ -736,6 +769,8 @@ impl SiwQp {
                     handle: None,
                     av: None,
                     peer_left: false,
+                    retry_deadline: None,
+                    retry: Retry::default(),
                 }, "QpCore::st"),
                 cm_refs: AtomicU32::new(1),
                 released <- Done::new(),
@@ -1179,6 +1214,7 @@ impl QpCore {
             // QP access flags (`m.access_flags`) are accepted and not enforced, as by the C
             // siw: the region's rights decide (see `rx.rs`).
             let Some(target) = m.state else {
+                st.retry.take(m);
                 drop(st);
                 Self::abandon(plan);
                 return Ok(());
@@ -1204,6 +1240,7 @@ impl QpCore {
                 }
             };
             self.set_state(&mut st, t.next);
+            st.retry.take(m);
             if t.flush_rq {
                 self.flush_rq(&mut st);
             }
@@ -1459,6 +1496,9 @@ impl QpCore {
         st.state = s;
         // Only RTS keeps it (a move from RTS to RTS among them).
         st.peer_left &= s == State::Rts;
+        if !st.peer_left {
+            st.retry_deadline = None;
+        }
         let ep = if s == State::Rts { st.ep.clone() } else { None };
         // Dropped after the spinlock, and never the last reference: `st.ep` still holds
         // the endpoint while the state leaves RTS.
@@ -1517,13 +1557,13 @@ impl QpCore {
     /// destroyed or moved to ERROR) while this QP, in RTS, had nothing in progress: no
     /// message partly received, no send work taken or posted, no RDMA Read outstanding.
     /// Then the QP stays in RTS with its receives posted, as an RC QP on InfiniBand does
-    /// when its peer goes away, and only its next send work moves it to ERROR (see
+    /// when its peer goes away, and its next send work fails after the QP's retry time (see
     /// [`QpCore::send_after_peer_left`]). Flushing the receives at once would put flush
     /// completions on the CQ right behind the last message, and an application that polls
     /// more than one completion at a time, written for InfiniBand, fails on them though it
     /// has all it waited for (`ibv_rc_pingpong` polls two). Returns `false`, doing
     /// nothing, if the QP does not qualify; the caller then takes the link down.
-    pub(crate) fn peer_left(&self, st: &mut QpState) -> bool {
+    pub(crate) fn peer_left(self: &Arc<Self>, st: &mut QpState) -> bool {
         let quiet = st.link().is_some_and(|l| {
             l.rx.between_messages() && l.tx.idle() && l.tx.orq.is_empty() && !l.tx.control_due()
         });
@@ -1545,20 +1585,48 @@ impl QpCore {
         st.peer_left = true;
         // A post that still found the connection before `set_state` took it away (its
         // kick finds the endpoint closed) wrote its element before it looked, so the
-        // element shows now: that work moves the QP to ERROR at once.
+        // element shows now: its retry time starts.
         self.send_after_peer_left(st);
         true
     }
 
-    /// Send work posted to a QP whose peer left ([`QpCore::peer_left`]): ERROR, the send
-    /// and receive queues flushed. No async event: as when the peer's close ends a QP
-    /// with work in progress, the completions say it.
-    fn send_after_peer_left(&self, st: &mut QpState) {
-        // `set_state` clears the mark outside RTS.
-        if st.peer_left && self.sq_waiting(st) {
-            pr_debug!("QP {}: send work after the peer left: ERROR\n", self.qpn);
-            self.link_down(st);
+    /// Send work posted to a QP whose peer left ([`QpCore::peer_left`]): it cannot be
+    /// delivered, and fails once the QP's retry time has passed ([`QpCore::retry_expired`]),
+    /// not at once: an application that finished meanwhile, its peer having had all it
+    /// needed, never sees it fail, as on InfiniBand (`ibv_srq_pingpong` posts such a Send
+    /// when several QPs finish together). With a `timeout` of 0 it waits for ever.
+    fn send_after_peer_left(self: &Arc<Self>, st: &mut QpState) {
+        // `set_state` clears the mark, and the deadline, outside RTS.
+        if !st.peer_left || st.retry_deadline.is_some() || !self.sq_waiting(st) {
+            return;
         }
+        let Some(ms) = gidconn::retry_time_ms(st.retry.timeout, st.retry.retry_cnt) else {
+            return;
+        };
+        pr_debug!("QP {}: send work after the peer left: fails in {} ms\n", self.qpn, ms);
+        st.retry_deadline = Some(Instant::now() + Delta::from_millis(i64::from(ms)));
+        // Under the state lock, as in `read_watchdog`.
+        self.arm_av_timer(ms);
+    }
+
+    /// The retry time of send work that found the peer gone has passed: the oldest element
+    /// fails (`IB_WC_GENERAL_ERR`: the siw ABI has no "retry exceeded"), the QP goes to
+    /// ERROR and the rest of both queues is flushed. No async event: as when the peer's
+    /// close ends a QP with work in progress, the completions say it.
+    fn retry_expired(self: &Arc<Self>) {
+        let mut st = self.st.lock();
+        let Some(deadline) = st.retry_deadline else {
+            return;
+        };
+        let left = (deadline - Instant::now()).as_millis_ceil();
+        if left > 0 {
+            // An earlier arming of the shared timer fired first.
+            self.arm_av_timer(u32::try_from(left).unwrap_or(u32::MAX));
+            return;
+        }
+        pr_debug!("QP {}: the peer left; send work failed after its retry time\n", self.qpn);
+        self.complete_first_sq(&mut st, wc::GENERAL_ERR);
+        self.link_down(&mut st);
     }
 
     /// The connection failed or closed: ERROR, flushing both queues.
@@ -1633,21 +1701,33 @@ impl QpCore {
             }
         }
         for _ in 0..self.sq.entries {
-            let off = self.sq.offset(st.sq_get, SQE_SIZE);
-            let Some(flags) = self.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
-                break;
-            };
-            if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
+            if !self.complete_first_sq(st, wc::WR_FLUSH_ERR) {
                 break;
             }
-            let sqe: Sqe = self.sq.mem.read(off).unwrap_or_default();
-            let c = st.flushed(sqe.id, sqe.opcode);
-            if st.complete(true, &c).is_err() {
-                break;
-            }
-            flags.store(0, Ordering::Release);
-            st.sq_get = st.sq_get.wrapping_add(1);
         }
+    }
+
+    /// Completes the oldest posted send element with `status` and takes it off the ring;
+    /// `false` if there is none (or the CQ is full).
+    fn complete_first_sq(&self, st: &mut QpState, status: u16) -> bool {
+        let off = self.sq.offset(st.sq_get, SQE_SIZE);
+        let Some(flags) = self.sq.mem.atomic_u16(off.saturating_add(WQE_FLAGS)) else {
+            return false;
+        };
+        if flags.load(Ordering::Acquire) & wqe::VALID == 0 {
+            return false;
+        }
+        let sqe: Sqe = self.sq.mem.read(off).unwrap_or_default();
+        let c = Completion {
+            status,
+            ..st.flushed(sqe.id, sqe.opcode)
+        };
+        if st.complete(true, &c).is_err() {
+            return false;
+        }
+        flags.store(0, Ordering::Release);
+        st.sq_get = st.sq_get.wrapping_add(1);
+        true
     }
 }
 

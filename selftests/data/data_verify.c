@@ -20,8 +20,8 @@
  *                connection. There is no disconnect: the client destroys its QP when it
  *                is done with a connection, then closes the TCP connection. The server
  *                then expects its own QP in ERROR (after a Terminate) or, as an RC QP
- *                whose peer left, still in RTS until a Send moves it to ERROR: it posts
- *                empty Sends until one is flushed (30 s at most), then tears the
+ *                whose peer left, still in RTS until a Send fails after the QP's retry
+ *                time: it posts empty Sends until one fails (30 s at most), then tears the
  *                connection down. The data and error phases and -q are the same as with
  *                rdma_cm, byte for byte.
  *   -l           (client) chains: the write phase posts its Write and the request to check
@@ -497,10 +497,11 @@ static void gid_link(struct conn *c, int fd, const char *who)
 
 /* The server's end of a connection, once the client has closed the TCP connection (its QP
  * destroyed). After a Terminate the server's QP is in ERROR already. Otherwise it is an RC
- * QP whose peer left: siw_rs keeps it in RTS, its receives posted, until send work moves it
- * to ERROR (README, "The peer leaving"). Empty Sends are posted until one completes with
- * IBV_WC_WR_FLUSH_ERR and the QP is in ERROR: one posted before the driver has seen the
- * peer's close goes out and completes. 30 s at most. */
+ * QP whose peer left: siw_rs keeps it in RTS, its receives posted, and send work fails
+ * after the QP's retry time, as on InfiniBand (README, "The peer leaving"). Empty Sends are
+ * posted until one fails (IBV_WC_GENERAL_ERR, or flushed) and the QP is in ERROR: one
+ * posted before the driver has seen the peer's close goes out and completes. 30 s at
+ * most. */
 static void gid_wait_end(struct conn *c)
 {
 	struct ibv_send_wr wr = { .wr_id = 9, .opcode = IBV_WR_SEND,
@@ -522,7 +523,7 @@ static void gid_wait_end(struct conn *c)
 			if (wc.wr_id != 9)
 				continue;
 			busy = 0;
-			if (wc.status == IBV_WC_WR_FLUSH_ERR)
+			if (wc.status == IBV_WC_WR_FLUSH_ERR || wc.status == IBV_WC_GENERAL_ERR)
 				flushed = 1;
 			else if (wc.status != IBV_WC_SUCCESS) {
 				fprintf(stderr, "FAIL: empty Send after the client's end: %s\n",
@@ -535,7 +536,7 @@ static void gid_wait_end(struct conn *c)
 		if (qa.qp_state == IBV_QPS_ERR && !busy) {
 			if (verbose)
 				fprintf(stderr, "server: QP in ERROR after %d empty Send(s), %s\n",
-					sends, flushed ? "the last flushed" : "none flushed");
+					sends, flushed ? "the last failed" : "none failed");
 			return;
 		}
 		if (qa.qp_state == IBV_QPS_RTS && !busy) {

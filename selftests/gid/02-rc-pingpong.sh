@@ -12,8 +12,8 @@ ip -n hostA addr add fd00:77::1/64 dev va nodad
 ip -n hostB addr add fd00:77::2/64 dev vb nodad
 ga4=$(wait_gid_index "$DEV_A" 192.168.77.1); gb4=$(wait_gid_index "$DEV_B" 192.168.77.2)
 ga6=$(wait_gid_index "$DEV_A" fd00:77::1); gb6=$(wait_gid_index "$DEV_B" fd00:77::2)
-pingpong ibv_rc_pingpong "-g $gb4 -s 1 -n 250 -c" "-g $ga4 -s 1 -n 250 -c"
-pingpong ibv_rc_pingpong "-g $gb4 -s 4096 -n 250 -c -e" "-g $ga4 -s 4096 -n 250 -c -e"
-pingpong ibv_rc_pingpong "-g $gb4 -s 65536 -n 250 -c" "-g $ga4 -s 65536 -n 250 -c"
-pingpong ibv_rc_pingpong "-g $gb6 -s 1 -n 250 -c -e" "-g $ga6 -s 1 -n 250 -c -e"
-pingpong ibv_rc_pingpong "-g $gb6 -s 65536 -n 250 -c" "-g $ga6 -s 65536 -n 250 -c"
+pingpong ibv_rc_pingpong "-g $gb4 -s 1 -n 1000 -c" "-g $ga4 -s 1 -n 1000 -c"
+pingpong ibv_rc_pingpong "-g $gb4 -s 4096 -n 1000 -c -e" "-g $ga4 -s 4096 -n 1000 -c -e"
+pingpong ibv_rc_pingpong "-g $gb4 -s 65536 -n 1000 -c" "-g $ga4 -s 65536 -n 1000 -c"
+pingpong ibv_rc_pingpong "-g $gb6 -s 1 -n 1000 -c -e" "-g $ga6 -s 1 -n 1000 -c -e"
+pingpong ibv_rc_pingpong "-g $gb6 -s 65536 -n 1000 -c" "-g $ga6 -s 65536 -n 1000 -c"

@@ -49,8 +49,10 @@
  *                both in RTS without events; then q2 is destroyed: as an RC QP on
  *                InfiniBand whose peer went away, q1 is still in RTS 1 s later, its
  *                receive still posted (no completion), no async event; a Send posted then
- *                moves it to ERROR at once, the Send and the receive completing with
- *                IBV_WC_WR_FLUSH_ERR, still without an async event
+ *                cannot be delivered and fails as on InfiniBand once the QP's retry time
+ *                (RETRY_MS: timeout 14, retry_cnt 7) has passed, not before: the Send
+ *                completes with IBV_WC_GENERAL_ERR (the siw ABI has no retry-exceeded
+ *                status), the receive with IBV_WC_WR_FLUSH_ERR, without an async event
  *
  * Prints "case NAME: ok" or "case NAME: WRONG (what)" per case, then a summary line.
  * Exits 0 only if every case run was ok; 1 if not; 2 on a usage error. Every wait is
@@ -76,6 +78,8 @@
 #define MAX_Q 4
 #define MAX_EV 64
 #define MAX_WC 16
+/* The retry time of to_rts()'s QPs: 8 tries (retry_cnt 7) of 4.096 us * 2^14. */
+#define RETRY_MS 537.0
 
 struct q {
 	const char *name;
@@ -527,10 +531,11 @@ static int wait_wc(struct q *q, uint64_t id, double deadline, struct ibv_wc *wc)
 }
 
 /* q must go to ERROR between t0 + lo and t0 + hi (ms; `since` names t0 in the WRONG
- * line), its receive and, if has_send, its Send completing with IBV_WC_WR_FLUSH_ERR; with
- * `fatal`, exactly one async event must arrive for it, IBV_EVENT_QP_FATAL. */
-static void expect_fail(struct q *q, double t0, double lo, double hi, int has_send, int fatal,
-			const char *since)
+ * line), its receive completing with IBV_WC_WR_FLUSH_ERR and, if has_send, its Send with
+ * send_status; with `fatal`, exactly one async event must arrive for it,
+ * IBV_EVENT_QP_FATAL. */
+static void expect_fail_as(struct q *q, double t0, double lo, double hi, int has_send,
+			   enum ibv_wc_status send_status, int fatal, const char *since)
 {
 	struct ibv_wc rwc, swc;
 	int got_r = 0, got_s = 0, n;
@@ -566,8 +571,9 @@ static void expect_fail(struct q *q, double t0, double lo, double hi, int has_se
 		wrong("%s: receive completed with %s", q->name, ibv_wc_status_str(rwc.status));
 	if (has_send && !got_s)
 		wrong("%s: posted Send not completed", q->name);
-	else if (has_send && swc.status != IBV_WC_WR_FLUSH_ERR)
-		wrong("%s: Send completed with %s", q->name, ibv_wc_status_str(swc.status));
+	else if (has_send && swc.status != send_status)
+		wrong("%s: Send completed with %s, expected %s", q->name,
+		      ibv_wc_status_str(swc.status), ibv_wc_status_str(send_status));
 	if (!fatal)
 		return;
 	n = count_ev(q, IBV_EVENT_QP_FATAL);
@@ -575,6 +581,13 @@ static void expect_fail(struct q *q, double t0, double lo, double hi, int has_se
 		wrong("%s: %d QP_FATAL events, expected 1", q->name, n);
 	if (count_ev(q, -1) != n)
 		wrong("%s: other async events: %s", q->name, ev_names(q, IBV_EVENT_QP_FATAL));
+}
+
+/* expect_fail_as with the Send flushed. */
+static void expect_fail(struct q *q, double t0, double lo, double hi, int has_send, int fatal,
+			const char *since)
+{
+	expect_fail_as(q, t0, lo, hi, has_send, IBV_WC_WR_FLUSH_ERR, fatal, since);
 }
 
 /* q must be in RTS, never seen in ERROR, without any async event. */
@@ -867,7 +880,8 @@ static void case_good(void)
 		      ibv_wc_status_str(wc.status));
 	t1 = now_ms();
 	s = send64(q1);
-	expect_fail(q1, t1, 0, bound / 2.0, s, 0, "a Send after q2 was destroyed");
+	expect_fail_as(q1, t1, RETRY_MS - 5, RETRY_MS + bound / 2.0, s, IBV_WC_GENERAL_ERR, 0,
+		       "a Send after q2 was destroyed");
 	if (count_ev(q1, -1))
 		wrong("q1: async events: %s", ev_names(q1, -1));
 }

@@ -131,4 +131,5 @@ pub(crate) mod wc {
     pub(crate) const LOC_ACCESS_ERR: u16 = bindings::siw_wc_status_SIW_WC_LOC_ACCESS_ERR as u16;
     pub(crate) const REM_ACCESS_ERR: u16 = bindings::siw_wc_status_SIW_WC_REM_ACCESS_ERR as u16;
     pub(crate) const REM_INV_REQ_ERR: u16 = bindings::siw_wc_status_SIW_WC_REM_INV_REQ_ERR as u16;
+    pub(crate) const GENERAL_ERR: u16 = bindings::siw_wc_status_SIW_WC_GENERAL_ERR as u16;
 }

@@ -334,6 +334,11 @@ pub(crate) struct QpModify {
     pub(crate) max_dest_rd_atomic: Option<u8>,
     /// RDMA Reads the QP may have outstanding (`IB_QP_MAX_QP_RD_ATOMIC`).
     pub(crate) max_rd_atomic: Option<u8>,
+    /// How long the QP waits for an acknowledgement before it tries again, 4.096 us times 2
+    /// to this power; 0 waits for ever (`IB_QP_TIMEOUT`).
+    pub(crate) timeout: Option<u8>,
+    /// How many times it tries again (`IB_QP_RETRY_CNT`).
+    pub(crate) retry_cnt: Option<u8>,
 }
 
 /// An address vector (`struct rdma_ah_attr`), as far as it names IP-routed peers.
@@ -1295,6 +1300,12 @@ impl<T: Driver> Adapter<T> {
             }
             if mask & bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC != 0 {
                 m.max_rd_atomic = Some(attr.max_rd_atomic);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_TIMEOUT != 0 {
+                m.timeout = Some(attr.timeout);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT != 0 {
+                m.retry_cnt = Some(attr.retry_cnt);
             }
             T::modify_qp(q, &m)?;
             Ok(0)

@@ -264,9 +264,35 @@ pub fn outcome(from: u32, to: u32, rejected: bool, pd: &[u8]) -> Outcome {
     }
 }
 
+/// The retry time of an RC QP (`modify_qp`'s `timeout` and `retry_cnt`), in milliseconds,
+/// or `None` for a `timeout` of 0, which waits for ever. A QP whose peer has left fails the
+/// send work it can no longer deliver after this long, as an InfiniBand RC QP does once it
+/// has waited `4.096 us * 2^timeout` for an acknowledgement `retry_cnt + 1` times
+/// (the InfiniBand specification's Local ACK Timeout and Retry Count). An application
+/// that finished meanwhile (its peer had everything it needed) never sees the failure.
+pub fn retry_time_ms(timeout: u8, retry_cnt: u8) -> Option<u32> {
+    if timeout == 0 {
+        return None;
+    }
+    let tries = u64::from(retry_cnt.min(7)) + 1;
+    let ns = (4096u64 << timeout.min(31)) * tries;
+    Some(u32::try_from(ns.div_ceil(1_000_000)).unwrap_or(u32::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_time_is_the_local_ack_timeout_per_try() {
+        // ibv_rc_pingpong's and ibv_srq_pingpong's timeout 14, retry_cnt 7: 8 tries of 67 ms.
+        assert_eq!(retry_time_ms(14, 7), Some(537));
+        assert_eq!(retry_time_ms(1, 0), Some(1));
+        assert_eq!(retry_time_ms(0, 7), None);
+        // The largest the fields hold: 8 tries of 8796 s, and nothing wraps past them.
+        assert_eq!(retry_time_ms(31, 7), Some(70_368_745));
+        assert_eq!(retry_time_ms(255, 255), retry_time_ms(31, 7));
+    }
 
     const A: [u8; 4] = [192, 168, 77, 1];
     const B: [u8; 4] = [192, 168, 77, 2];
