@@ -320,16 +320,6 @@ rping_sizes() {
 				abandon_try rping $srv "rping size $size: the connect timed out (try $try)" sctp_evidence
 				continue
 			fi
-			# rdma_cm picks the client's port from its own port space, blind to TCP's, and
-			# the iWARP driver (the C siw too) binds its TCP socket to it: a port a plain TCP
-			# socket of the host still holds (TIME_WAIT of an earlier test's connections,
-			# e.g. hostile_peer.py's from host A) fails the connect with EADDRINUSE, and
-			# rping then waits until killed. Upstream, not the driver's: seen once in CI's
-			# hostile/15 after 161 such connections (2026-12-06).
-			if [ $try -lt 3 ] && has 'rdma_connect: Address already in use' "$err"; then
-				abandon_try rping $srv "rping size $size: rdma_cm's port is a TCP socket's (EADDRINUSE, try $try)" true
-				continue
-			fi
 			hung_dump $srv rping 30
 			wait $srv || true
 			fail "rping client, size $size, exited with $rc: $(rping_brief "$out" "$err");" \

@@ -114,6 +114,23 @@ F_REJECT = 0x2000
 F_ENHANCED = 0x1000
 
 
+
+def dial(addr, port, timeout=20, rcvbuf=0):
+    """A TCP connection to (addr, port) from an ephemeral port, with SO_REUSEADDR.
+
+    rdma_cm picks an active side's port from the ephemeral range without looking at TCP's
+    (cma.c, cma_alloc_any_port), and the iWARP driver binds its TCP socket to it: a port
+    this connection leaves in TIME_WAIT would fail that bind (EADDRINUSE) unless both sockets
+    allow reuse (inet_csk_bind_conflict), as siw_rs's and the C siw's do.
+    """
+    conn = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if rcvbuf:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    conn.settimeout(timeout)
+    conn.connect((addr, port))
+    return conn
+
 def recv_exact(conn, n):
     buf = b""
     while len(buf) < n:
@@ -218,7 +235,7 @@ def quiet_responder(args):
 
 
 def strand(args):
-    conn = socket.create_connection((args.addr, args.port), timeout=20)
+    conn = dial(args.addr, args.port)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
     conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
@@ -257,7 +274,7 @@ def mpa_request(args):
         bits |= F_ENHANCED
         body += struct.pack(">HH", 1, 1)
     body += bytes((i * 5 + 3) & 0xFF for i in range(args.pd_len))
-    conn = socket.create_connection((args.addr, args.port), timeout=args.timeout)
+    conn = dial(args.addr, args.port, args.timeout)
     conn.sendall(KEY_REQ + struct.pack(">HH", bits, len(body)) + body)
     print(f"sent request: rev={args.rev} ulp_pd={args.pd_len} PD_Length={len(body)}", flush=True)
     try:
@@ -280,8 +297,9 @@ def gid_request(args):
     body = struct.pack(">HH", 1, 1) + pd
     conn = socket.socket(socket.AF_INET6 if ":" in args.addr else socket.AF_INET)
     conn.settimeout(args.timeout)
+    # Reuse for the reason dial() gives, and to bind a port just used.
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if args.src_port:
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         conn.bind(("", args.src_port))
     conn.connect((args.addr, args.port))
     conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
@@ -343,7 +361,7 @@ def recv_fpdu(conn):
 
 
 def mpa_connect(addr, port):
-    conn = socket.create_connection((addr, port), timeout=20)
+    conn = dial(addr, port)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
     conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
@@ -412,7 +430,7 @@ def collect(conn):
 
 
 def bad_marker(args):
-    conn = socket.create_connection((args.addr, args.port), timeout=20)
+    conn = dial(args.addr, args.port)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
     conn.sendall(KEY_REQ + struct.pack(">HH", F_MARKERS | 2 | F_ENHANCED, len(body)) + body)
@@ -468,7 +486,7 @@ def atomic_req(msn, stag, to, aop=0, add=1, extra=b""):
 
 
 def rfc7306(args):
-    conn = socket.create_connection((args.addr, args.port), timeout=20)
+    conn = dial(args.addr, args.port)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = struct.pack(">HH", 1, 1)  # IRD 1, ORD 1
     bits = 2 | F_ENHANCED | (F_EXT_OFFER if args.offer else 0)
@@ -537,11 +555,7 @@ def stag_probe(args):
 def connect_target(addr, port, rcvbuf=0):
     # Connects to fuzz_target (MPA revision 2, IRD/ORD 8) and returns the connection, the
     # IRD granted and its MR (address, STag, length); None after printing an unexpected reply.
-    conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if rcvbuf:
-        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    conn.settimeout(20)
-    conn.connect((addr, port))
+    conn = dial(addr, port, rcvbuf=rcvbuf)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = struct.pack(">HH", 8, 8)
     conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
