@@ -21,22 +21,14 @@ expect() {
 	[ "$v" = "$3" ] || fail "$1 $2 is $v, expected $3: $(rdma statistic show link "$1/1")"
 }
 
-# run_perf TOOL ARGS...: one perftest run over rdma_cm, server on host B. When perftest
-# failed on its own after its data moved (perftest_own_failure), sets RETRY: the counts are
-# then taken again on new devices.
+# run_perf TOOL ARGS...: one perftest run over rdma_cm, server on host B.
 run_perf() {
-	local t=$1
 	perftest_once "$@"
-	[ $PERF_OK = 1 ] && return 0
-	if perftest_own_failure "$t"; then
-		RETRY=1
-		return 0
-	fi
-	fail "$t client: $PERF_OUT; server: $(cat /tmp/perf-s.out)"
+	[ $PERF_OK = 1 ] || fail "$1 client: $PERF_OUT; server: $(cat /tmp/perf-s.out)"
 }
 
 # counts: new devices count nothing; then the Write and the Read runs, each end's counts
-# read back. Leaves RETRY set when a run met perftest's race at its end.
+# read back.
 counts() {
 	log "before traffic: $(rdma statistic show link "$DEV_A/1")"
 	for d in "$DEV_A" "$DEV_B"; do
@@ -47,7 +39,6 @@ counts() {
 	done
 
 	run_perf ib_write_bw -n 100 -s 65536
-	[ "$RETRY" = 1 ] && return 0
 	log "after ib_write_bw: A: $(rdma statistic show link "$DEV_A/1")"
 	log "after ib_write_bw: B: $(rdma statistic show link "$DEV_B/1")"
 	sent=$(counter "$DEV_A" tx_bytes)
@@ -66,7 +57,6 @@ counts() {
 	expect "$DEV_B" connections_established "$conns"
 
 	run_perf ib_read_bw -n 100 -s 4096
-	[ "$RETRY" = 1 ] && return 0
 	log "after ib_read_bw: A: $(rdma statistic show link "$DEV_A/1")"
 	log "after ib_read_bw: B: $(rdma statistic show link "$DEV_B/1")"
 	expect "$DEV_B" read_requests_served 100
@@ -86,15 +76,7 @@ counts() {
 	done
 }
 
-# (A plain call, not `counts || ...`: errexit must hold inside it.)
-for try in 1 2 3; do
-	RETRY=0
-	counts
-	[ "$RETRY" = 0 ] && break
-	[ $try -lt 3 ] || fail "perftest failed on its own in 3 tries"
-	two_hosts_down
-	two_hosts siw_rs siw_rs
-done
+counts
 
 # A connection's details (`rdma resource show qp -dd`): addresses, MPA, IRD/ORD, queues,
 # while rping runs.

@@ -17,32 +17,11 @@ cleanup() {
 	two_hosts_down
 }
 
-# send_bw_chains: ib_send_bw -l 16 of 64-byte Sends, server on host B. When perftest
-# failed on its own after its data moved (perftest_own_failure), sets RETRY and takes the
-# hosts down: the block is run again on new devices, with a new capture.
+# send_bw_chains: ib_send_bw -l 16 of 64-byte Sends, server on host B.
 send_bw_chains() {
 	perftest_once ib_send_bw -s 64 -n 1600 -l 16
-	if [ $PERF_OK = 0 ] && perftest_own_failure "ib_send_bw -l 16"; then
-		kill "$CAPTURE_PID" 2>/dev/null || true
-		wait "$CAPTURE_PID" 2>/dev/null || true
-		two_hosts_down
-		RETRY=1
-		return 0
-	fi
 	[ $PERF_OK = 1 ] || fail "ib_send_bw -l 16 client: $PERF_OUT; server: $(cat /tmp/perf-s.out)"
 	has '^ *64 +1600 ' "$PERF_OUT" || fail "ib_send_bw -l 16: no result line: $PERF_OUT"
-}
-
-# tries BLOCK: runs the function BLOCK, again (up to 3 times in all) while it sets RETRY.
-# (A plain call, not `BLOCK || ...`: errexit must hold inside it.)
-tries() {
-	local try
-	for try in 1 2 3; do
-		RETRY=0
-		"$1"
-		[ "$RETRY" = 0 ] && return 0
-	done
-	fail "$1: perftest failed on its own in 3 tries"
 }
 
 # packing MIN: stops the capture and checks it (fpdu_packing.py PCAP MIN).
@@ -57,19 +36,17 @@ packing() {
 }
 
 # rs_pair DV_M MIN: two siw_rs hosts, captured: data_verify -l -m DV_M, then the Sends in
-# chains; the capture checked with `packing MIN`. Leaves RETRY set after perftest's race.
+# chains; the capture checked with `packing MIN`.
 rs_pair() {
 	two_hosts siw_rs siw_rs
 	capture_start
 	data_verify -- -l -m "$1"
 	send_bw_chains
-	[ "$RETRY" = 1 ] && return 0
 	packing "$2"
 }
 
 rs_rs() {
 	rs_pair 2 8
-	[ "$RETRY" = 1 ] && return 0
 	n=$(counter "$DEV_A" tx_fpdus_packed)
 	all=$(counter "$DEV_A" tx_fpdus)
 	# 1600 Sends in chains of 16, and data_verify's pairs: most of the Sends are packed.
@@ -80,7 +57,7 @@ rs_rs() {
 	log "siw_rs to siw_rs: $n of $all FPDUs packed, all contained, every byte checked"
 	two_hosts_down
 }
-tries rs_rs
+rs_rs
 
 # Not captured while data_verify runs: tcpdump on the C siw's host widens a C siw race
 # (seen here once): a Send of its already in TCP completes with LOC_QP_OP_ERR when the
@@ -91,20 +68,18 @@ rs_c() {
 	data_verify -- -l -m 1
 	capture_start
 	send_bw_chains
-	[ "$RETRY" = 1 ] && return 0
 	packing 8
 	log "siw_rs to the C siw: $(counter "$DEV_A" tx_fpdus_packed) FPDUs packed, every byte checked"
 	two_hosts_down
 }
-tries rs_c
+rs_c
 
 unpacked() {
 	rs_pair 1 -1
-	[ "$RETRY" = 1 ] && return 0
 	[ "$(counter "$DEV_A" tx_fpdus_packed)" = 0 ] ||
 		fail "fpdu_pack=0 packed: $(rdma statistic show link "$DEV_A/1")"
 	log "fpdu_pack=0: a segment per FPDU"
 }
 export SIW_RS_PARAMS=fpdu_pack=0
-tries unpacked
+unpacked
 unset SIW_RS_PARAMS
