@@ -126,8 +126,12 @@ nvme_connect() {
 	for n in $(seq 60); do
 		for d in /sys/class/nvme/nvme*; do
 			[ -e "$d/subsysnqn" ] && [ "$(cat "$d/subsysnqn")" = "$NQN" ] || continue
-			for b in /sys/block/"$(basename "$d")"n*; do
-				[ -e "$b" ] && [ -b "/dev/$(basename "$b")" ] && { echo "/dev/$(basename "$b")"; return 0; }
+			# The controller's namespaces: nvmeXnY, or with native multipath its path
+			# nvmeScCnY, whose block device is the subsystem's head nvmeSnY.
+			for b in "$d"/nvme*n*; do
+				[ -e "$b" ] || continue
+				b=$(basename "$b" | sed -E 's/^nvme([0-9]+)c[0-9]+n([0-9]+)$/nvme\1n\2/')
+				[ -b "/dev/$b" ] && { echo "/dev/$b"; return 0; }
 			done
 		done
 		sleep 0.5
