@@ -158,6 +158,9 @@ struct Inner {
     wake: Option<ResponderWake>,
     /// A connection over SCTP: the DDP Stream Session and the messages coming in.
     sctp: Option<KBox<SctpLink>>,
+    /// An initiator over SCTP: when its connect fails, however many associations it tried
+    /// (see [`SCTP_TRY_TIMEOUT_MS`]).
+    connect_by: Option<Instant<Monotonic>>,
 }
 
 /// A connection endpoint (listener or connection).
@@ -230,6 +233,13 @@ const MPA_REPLY_TIMEOUT_MS: u32 = 10000;
 /// (`ETIMEDOUT`). The C siw blocks in `iw_connect` until TCP gives up (about two minutes of
 /// SYN retries), holding the ULP's thread; siw_rs connects in the background.
 const CONNECT_TIMEOUT_MS: u32 = 10000;
+/// Over SCTP, how long one association may take to come up before the initiator aborts it
+/// and tries again on a fresh socket, within [`CONNECT_TIMEOUT_MS`]. A lost COOKIE-ACK
+/// would otherwise cost the whole connect: the responder accepts the association at once,
+/// the accepted socket gets an endpoint with a cookie key of its own (Linux's
+/// `sctp_clone_sock()` does not copy the listener's), and the initiator's retransmitted
+/// COOKIE-ECHO, signed with the listener's key, is then discarded every time.
+const SCTP_TRY_TIMEOUT_MS: u32 = 2000;
 /// How soon a CONNECT_REPLY the core refused is offered again.
 const REPLY_RETRY_MS: u32 = 100;
 /// How long a connection request waits for the ULP's accept or reject. The core may drop
@@ -327,7 +337,9 @@ impl WorkItem<1> for Ep {
         if g.av.is_some() {
             this.av_retry(&mut g);
         } else if g.phase == Phase::Connecting {
-            this.connect_failed(&mut g, ETIMEDOUT);
+            if let Err(e) = this.sctp_try_again(&mut g) {
+                this.connect_failed(&mut g, e);
+            }
         } else {
             this.close_locked(&mut g, How::Error);
         }
@@ -477,6 +489,7 @@ impl Ep {
                     tx_hold: None,
                     wake: None,
                     sctp,
+                    connect_by: None,
                 }, name, class),
                 fast <- new_spinlock_bh!(None, "Ep::fast"),
                 doorbell: AtomicBool::new(false),
@@ -745,6 +758,38 @@ impl Ep {
         let e = if e == ECONNREFUSED { ECONNRESET } else { e };
         self.report_reply(g, &EventData::failed(e));
         self.close_locked(g, How::Error);
+    }
+
+    /// Initiator over SCTP: the association did not come up in [`SCTP_TRY_TIMEOUT_MS`]. It
+    /// is aborted (which ends the responder's side of it too) and a fresh socket, bound to
+    /// the same address and port, connects again, until the connect's own deadline; then,
+    /// or for a connection over TCP, the error to fail the connect with.
+    fn sctp_try_again(self: &Arc<Self>, g: &mut Inner) -> Result {
+        let left = g
+            .connect_by
+            .map_or(0, |by| (by - Instant::now()).as_millis_ceil());
+        let (Some(cm), true) = (g.cm.as_ref(), left > 0) else {
+            return Err(ETIMEDOUT);
+        };
+        let (laddr, raddr) = (cm.mapped_local_addr(), cm.mapped_remote_addr());
+        let family = laddr.family().ok_or(EINVAL)?;
+        let old = g.sock.take().ok_or(ENOTCONN)?;
+        let fresh = Socket::new_stream_beside(&old, family, cm.afonly());
+        old.detach(&**self);
+        old.abort_on_release();
+        drop(old);
+        let fresh = fresh?;
+        fresh.bind(&laddr)?;
+        fresh.set_liveness(peer_timeout_ms());
+        g.sock = Some(fresh);
+        self.attach(g);
+        g.sock.as_ref().ok_or(ENOTCONN)?.connect_nonblock(&raddr)?;
+        pr_debug!("SCTP association not up in {} ms: trying again\n", SCTP_TRY_TIMEOUT_MS);
+        self.tables.count(Counter::SctpStalledAssocs);
+        let ms = u32::try_from(left).unwrap_or(u32::MAX).min(SCTP_TRY_TIMEOUT_MS);
+        self.set_deadline(g, ms);
+        self.kick();
+        Ok(())
     }
 
     /// The connection broke before it was up: an initiator of a connection made by
@@ -1501,7 +1546,7 @@ impl Ep {
             g.av.as_ref()
                 .and_then(|av| av.to.family())
                 .ok_or(EINVAL)
-                .and_then(|f| Socket::new_tcp_beside(&old, f, true));
+                .and_then(|f| Socket::new_stream_beside(&old, f, true));
         drop(old);
         let (Ok(fresh), Some(av)) = (fresh, g.av.as_mut()) else {
             self.close_locked(g, How::Error);
@@ -1924,7 +1969,12 @@ pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result 
         return Err(e);
     }
     g.cm = Some(cm);
-    ep.set_deadline(&mut g, CONNECT_TIMEOUT_MS);
+    if g.sctp.is_some() {
+        g.connect_by = Some(Instant::now() + Delta::from_millis(i64::from(CONNECT_TIMEOUT_MS)));
+        ep.set_deadline(&mut g, SCTP_TRY_TIMEOUT_MS);
+    } else {
+        ep.set_deadline(&mut g, CONNECT_TIMEOUT_MS);
+    }
     drop(g);
     ep.kick();
     Ok(())

@@ -48,10 +48,13 @@ pub(crate) enum Counter {
     /// FPDUs handed to TCP with their segment held open for the next FPDU, which then
     /// shared it (RFC 5044 section 5.1 packing; `fpdu_pack`).
     TxPacked,
+    /// DDP over SCTP: an initiator's associations aborted for not coming up in time, each
+    /// followed by a fresh one (see `cm.rs`, `SCTP_TRY_TIMEOUT_MS`).
+    SctpStalledAssocs,
 }
 
 /// How many counters there are.
-pub(crate) const COUNT: usize = 12;
+pub(crate) const COUNT: usize = 13;
 
 /// The counters' names, in [`Counter`]'s order (`rdma statistic show`).
 pub(crate) const NAMES: &[&CStr] = &[
@@ -67,6 +70,7 @@ pub(crate) const NAMES: &[&CStr] = &[
     c"connections_refused",
     c"sctp_held",
     c"tx_fpdus_packed",
+    c"sctp_stalled_assocs",
 ];
 
 const _: () = assert!(NAMES.len() == COUNT);

@@ -6,9 +6,6 @@
 . "$ROOT/selftests/lib/common.sh"
 cleanup() { pkill rping; pkill -x data_verify; two_hosts_down; }
 two_hosts siw_rs_sctp siw_rs_sctp
-# A connect that times out here is retried, logged: an open defect (connect_timed_out in
-# common.sh).
-export SIW_RS_RETRY_UNREACHABLE=1
 modprobe sch_netem
 # SCTP's sysctls exist once sctp.ko is in; siw_rs loads it only at its first SCTP socket,
 # so this test, run alone (SELFTEST_FILTER), found no net.sctp.rto_min to set.

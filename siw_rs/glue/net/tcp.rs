@@ -365,10 +365,11 @@ impl Socket {
         unsafe { Self::set_up(raw, t, family, v6only) }
     }
 
-    /// A new TCP socket in the network namespace of `other` (for a connection that tries
-    /// again from where the last try was made).
-    pub(crate) fn new_tcp_beside(other: &Socket, family: Family, v6only: bool) -> Result<Self> {
+    /// A new socket of `other`'s transport in `other`'s network namespace (for a connection
+    /// that tries again from where the last try was made).
+    pub(crate) fn new_stream_beside(other: &Socket, family: Family, v6only: bool) -> Result<Self> {
         let mut raw = core::ptr::null_mut();
+        let t = other.transport;
         // SAFETY: `raw` is a valid out pointer; `other` is live and holds a reference on its
         // namespace for the call; the new socket takes its own (`kern` = 0).
         to_result(unsafe {
@@ -376,13 +377,13 @@ impl Socket {
                 bindings::sock_net(other.sk()),
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
-                bindings::IPPROTO_TCP as c_int,
+                t.raw(),
                 &mut raw,
                 0,
             )
         })?;
-        // SAFETY: Just created, ours, a TCP socket.
-        unsafe { Self::set_up(raw, Transport::Tcp, family, v6only) }
+        // SAFETY: Just created, ours, of `t`.
+        unsafe { Self::set_up(raw, t, family, v6only) }
     }
 
     /// A new TCP socket of the kernel's own in the network namespace of `netdev`: unlike
