@@ -17,6 +17,8 @@ export ROOT PATH="/usr/sbin:/sbin:$PATH"
 cd "$ROOT" || exit 1
 . "$ROOT/selftests/lib/reports.sh"
 KMSG=${SIW_RS_KMSG:?}
+# Where a test leaves files for the host to keep (the directory the copy of the log is in).
+export SIW_RS_ARTIFACTS=${KMSG%/*}
 
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 # Markers are written to /dev/kmsg, whose writers are rate-limited by default.
