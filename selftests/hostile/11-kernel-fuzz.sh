@@ -8,8 +8,8 @@
 # it (Terminate or close), invalidates the dead one again (allowed), and, as the
 # target never reposts its receives, every Send beyond them must be Terminated; more Read
 # Requests than the announced IRD behind a zero window must be Terminated too. FUZZ_FRAMES
-# frames (default 40000) or FUZZ_SECONDS (default 60, 120 until 2026-11-27; 0: none, as
-# make fuzz-vm runs it), whichever ends first, seeded (SEED=N repeats a run). Afterwards:
+# frames (default 100000, every one sent; FUZZ_SECONDS, default 0, bounds the time instead),
+# seeded (SEED=N repeats a run). Afterwards:
 # every connection the target took was released (none open), no verbs call failed where
 # it must not, an rping on the device, rmmod of the target and of siw_rs, unreclaimable
 # slab back; the suite checks the kernel log and kmemleak.
@@ -27,9 +27,9 @@ counters() {
 [ -f "$KF" ] || fail "kfuzz_target.ko not built (selftests/run builds it)"
 two_hosts siw_rs siw_rs
 seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
-frames=${FUZZ_FRAMES:-40000}
-secs=${FUZZ_SECONDS:-60}
-log "frame_fuzz seed $seed, $frames frames or $secs s against kfuzz_target (SEED=$seed FUZZ_SECONDS=0 repeats it)"
+frames=${FUZZ_FRAMES:-100000}
+secs=${FUZZ_SECONDS:-0}
+log "frame_fuzz seed $seed, $frames frames against kfuzz_target (SEED=$seed repeats it)"
 slab0=$(unreclaimable_kb)
 on_b insmod "$KF" addr=192.168.77.2 || fail "insmod kfuzz_target"
 listening_b 7181
@@ -42,6 +42,9 @@ out=$(grep -v '^#' /tmp/kframe-fuzz.out || true)
 log "$(head -n 30 <<<"$out")"
 [ $rc = 0 ] || fail "frame_fuzz (seed $seed) failed: $(grep -E '^(FAIL|Traceback|  File|[A-Za-z]*Error)' /tmp/kframe-fuzz.out | head -n 10)"
 has '^frame_fuzz: .* failures 0 ' "$out" || fail "frame_fuzz (seed $seed) printed no summary"
+sent=$(sed -nE 's/^frame_fuzz: .* frames ([0-9]+) .*/\1/p' <<<"$out")
+[ "${sent:-0}" -ge "$frames" ] || [ "$secs" != 0 ] ||
+	fail "frame_fuzz (seed $seed) sent ${sent:-no} frames of the $frames asked for"
 has 'send-invalidate-then-write=' "$out" || fail "the run never invalidated the live MR"
 has 'conn-ird-overflow=' "$out" || fail "the run never overflowed the IRD"
 # RFC 7306: half the connections offered it; atomics (checked value by value) and
