@@ -526,3 +526,25 @@ wait_gid_index() {
 	done
 	gid_index "$1" "$2"
 }
+
+# soak NAME CMD...: runs CMD (a function of this file, or a command) SOAK_RUNS times
+# (default 200), each in a subshell of its own, none run again, and logs how many runs passed;
+# each failed run's last words are logged; fails if any run failed. make soak runs the
+# suite that uses it (selftests/soak), outside make check.
+soak() {
+	local name=$1 i rc failed=0 runs=${SOAK_RUNS:-200} start=$SECONDS
+	shift
+	for ((i = 1; i <= runs; i++)); do
+		# Not in a condition, where errexit would not hold inside the subshell either.
+		set +e
+		( set -e; "$@" ) >/tmp/soak-run.out 2>&1
+		rc=$?
+		set -e
+		if [ $rc != 0 ]; then
+			failed=$((failed + 1))
+			log "$name: run $i of $runs failed: $(tail -n 6 /tmp/soak-run.out | tr '\n' ' ' | cut -c1-600)"
+		fi
+	done
+	log "$name: $((runs - failed)) of $runs runs passed ($((SECONDS - start)) s)"
+	[ "$failed" = 0 ] || fail "$name: $failed of $runs runs failed"
+}
