@@ -75,7 +75,7 @@ struct net_device *rust_helper_inet6addr_dev(void *ifa);
 size_t rust_helper_netdev_ip_addrs(struct net_device *ndev, u8 (*out)[16], size_t max);
 
 /* Sockets */
-void rust_helper_sock_set_rdma_lock_class(struct socket *s);
+struct net *rust_helper_current_net(void);
 int rust_helper_ip6_sock_set_v6only(struct sock *sk);
 struct net *rust_helper_sock_net(const struct sock *sk);
 void rust_helper_lock_sock(struct sock *sk);

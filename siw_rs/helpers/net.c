@@ -6,6 +6,7 @@
  * Rust cannot call, and the bindings name it NAME (siw_rs/gen-bindings.sh). Each does exactly
  * what its name says; every decision is made in Rust.
  */
+#include <linux/nsproxy.h>
 #include <linux/etherdevice.h>
 #include <linux/inetdevice.h>
 #include <linux/net.h>
@@ -108,29 +109,10 @@ size_t rust_helper_netdev_ip_addrs(struct net_device *ndev, u8 (*out)[16], size_
 	return n;
 }
 
-#ifdef CONFIG_DEBUG_LOCK_ALLOC
-static struct lock_class_key siw_rs_sk_key[2];
-static struct lock_class_key siw_rs_slock_key[2];
-#endif
-
-/*
- * sock_lock_init_class_and_name(): the socket lock classes of RDMA sockets of the address
- * family of @s (their own, so that lockdep does not mix them up with user-space sockets).
- */
-void rust_helper_sock_set_rdma_lock_class(struct socket *s)
+/* The network namespace of the calling task (where sock_create() makes a socket). */
+struct net *rust_helper_current_net(void)
 {
-#ifdef CONFIG_DEBUG_LOCK_ALLOC
-	struct sock *sk = s->sk;
-
-	if (WARN_ON_ONCE(!sock_allow_reclassification(sk)))
-		return;
-	if (sk->sk_family == AF_INET)
-		sock_lock_init_class_and_name(sk, "slock-AF_INET-RDMA-SIW_RS", &siw_rs_slock_key[0],
-					      "sk_lock-AF_INET-RDMA-SIW_RS", &siw_rs_sk_key[0]);
-	else
-		sock_lock_init_class_and_name(sk, "slock-AF_INET6-RDMA-SIW_RS", &siw_rs_slock_key[1],
-					      "sk_lock-AF_INET6-RDMA-SIW_RS", &siw_rs_sk_key[1]);
-#endif
+	return current->nsproxy->net_ns;
 }
 
 int rust_helper_ip6_sock_set_v6only(struct sock *sk)

@@ -309,81 +309,77 @@ impl Socket {
         unsafe { (*self.as_ptr()).sk }
     }
 
-    /// A new TCP socket of `family` for kernel use, with the lock classes of RDMA sockets
-    /// and `SO_REUSEADDR`; for IPv6 with `v6only`, it does not take IPv4 connections.
+    /// A new socket of transport `t` and `family` in the caller's network namespace, with
+    /// `SO_REUSEADDR`; for IPv6 with `v6only`, it does not take IPv4 connections.
     pub(crate) fn new_stream(t: Transport, family: Family, v6only: bool) -> Result<Self> {
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: `raw` is a valid out pointer; the call creates a socket or fails.
-        to_result(unsafe {
-            bindings::sock_create(
-                family.raw() as c_int,
-                bindings::sock_type_SOCK_STREAM as c_int,
-                t.raw(),
-                &mut raw,
-            )
-        })?;
-        // SAFETY: Just created, ours, of `t`.
-        unsafe { Self::set_up(raw, t, family, v6only) }
+        // SAFETY: The calling task's namespace, which it holds while it runs.
+        let net = unsafe { bindings::current_net() };
+        // SAFETY: As above, for the call.
+        unsafe { Self::create(net, t, family, v6only) }
     }
 
-    /// A new TCP socket in the network namespace of `netdev`, whatever the caller's: the
-    /// one a connection over `netdev` must be made in. A connect may come from a kernel
+    /// A new socket in the network namespace of `netdev`, whatever the caller's: the one a
+    /// connection over `netdev` must be made in. A connect may come from a kernel
     /// consumer's worker, which runs in the initial namespace (xprtrdma connects so), while
-    /// the device's netdev, and the source address, live in another. Like `sock_create`,
-    /// the socket holds a reference on its namespace.
+    /// the device's netdev, and the source address, live in another.
     pub(crate) fn new_stream_in(
         t: Transport,
         netdev: &NetDev,
         family: Family,
         v6only: bool,
     ) -> Result<Self> {
+        // SAFETY: The live netdev's namespace, whose memory stays while the netdev is in it
+        // (for the call: the socket then holds the namespace, or is not made).
+        unsafe { Self::create(bindings::dev_net(netdev.as_ptr()), t, family, v6only) }
+    }
+
+    /// A new socket of `other`'s transport in `other`'s network namespace (for a connection
+    /// that tries again from where the last try was made).
+    pub(crate) fn new_stream_beside(other: &Socket, family: Family, v6only: bool) -> Result<Self> {
+        // SAFETY: `other` is live and holds a reference on its namespace for the call.
+        unsafe { Self::create(bindings::sock_net(other.sk()), other.transport, family, v6only) }
+    }
+
+    /// Makes a socket in `net` as every siw_rs connection and listener socket is: a kernel
+    /// socket, so of the kernel's own lock classes for kernel sockets (classes of this
+    /// module's would pin it under lock debugging as long as any socket lives, and
+    /// `rmmod` would be refused while a kernel consumer's connection is up), holding a
+    /// reference on its namespace as a user's socket does (the namespace may be going away
+    /// already: then none is made, `ENETDOWN`).
+    ///
+    /// # Safety
+    ///
+    /// `net` stays valid for the call.
+    unsafe fn create(net: *mut bindings::net, t: Transport, family: Family, v6only: bool) -> Result<Self> {
         let mut raw = core::ptr::null_mut();
-        // SAFETY: The live netdev's namespace, whose memory stays while the netdev is in it.
-        let net = unsafe { bindings::dev_net(netdev.as_ptr()) };
-        // The namespace may be going away already (its netdevs leave it late in that): no
-        // new socket there then. The reference taken here keeps it for the creation.
-        // SAFETY: As above.
-        if !unsafe { bindings::maybe_get_net(net) } {
-            return Err(ENETDOWN);
-        }
-        // SAFETY: `raw` is a valid out pointer; `net` is held, and the socket takes its own
-        // reference on it (`kern` = 0, as `sock_create` does).
-        let r = to_result(unsafe {
+        // SAFETY: `raw` is a valid out pointer; `net` is valid (the caller's guarantee);
+        // `kern` = 1 takes no reference on it, `sk_hold_net` below does.
+        to_result(unsafe {
             bindings::__sock_create(
                 net,
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
                 t.raw(),
                 &mut raw,
-                0,
-            )
-        });
-        // SAFETY: The reference taken above.
-        unsafe { bindings::put_net(net) };
-        r?;
-        // SAFETY: Just created, ours, of `t`.
-        unsafe { Self::set_up(raw, t, family, v6only) }
-    }
-
-    /// A new socket of `other`'s transport in `other`'s network namespace (for a connection
-    /// that tries again from where the last try was made).
-    pub(crate) fn new_stream_beside(other: &Socket, family: Family, v6only: bool) -> Result<Self> {
-        let mut raw = core::ptr::null_mut();
-        let t = other.transport;
-        // SAFETY: `raw` is a valid out pointer; `other` is live and holds a reference on its
-        // namespace for the call; the new socket takes its own (`kern` = 0).
-        to_result(unsafe {
-            bindings::__sock_create(
-                bindings::sock_net(other.sk()),
-                family.raw() as c_int,
-                bindings::sock_type_SOCK_STREAM as c_int,
-                t.raw(),
-                &mut raw,
-                0,
+                1,
             )
         })?;
-        // SAFETY: Just created, ours, of `t`.
-        unsafe { Self::set_up(raw, t, family, v6only) }
+        // SAFETY: Just created, ours, of `t`; dropping `s` releases it on the error paths.
+        let s = unsafe { Self::from_raw_of(raw, t) }?;
+        // SAFETY: A live socket, ours.
+        if !unsafe { bindings::sk_hold_net(s.sk()) } {
+            return Err(ENETDOWN);
+        }
+        // SAFETY: A new socket, not yet bound or in use by anyone else.
+        unsafe { bindings::sock_set_reuseaddr(s.sk()) };
+        if family == Family::Inet6 && v6only {
+            // SAFETY: A new IPv6 socket.
+            to_result(unsafe { bindings::ip6_sock_set_v6only(s.sk()) })?;
+        }
+        if t == Transport::Sctp {
+            s.sctp_set_up()?;
+        }
+        Ok(s)
     }
 
     /// A new TCP socket of the kernel's own in the network namespace of `netdev`: unlike
@@ -406,44 +402,11 @@ impl Socket {
         })?;
         // SAFETY: Just created, ours.
         let s = unsafe { Self::from_raw(raw) }?;
-        // TCP's own lock classes, unlike `set_up`: a socket with classes of this module's
-        // pins the module under lock debugging (the class keys live in it), and these live
-        // as long as their device, which unloading the module must be able to remove.
         // SAFETY: A new socket, not yet bound or in use by anyone else.
         unsafe { bindings::sock_set_reuseaddr(s.sk()) };
         if family == Family::Inet6 {
             // SAFETY: A new IPv6 socket.
             to_result(unsafe { bindings::ip6_sock_set_v6only(s.sk()) })?;
-        }
-        Ok(s)
-    }
-
-    /// Takes a socket just created and sets it up as every siw_rs socket.
-    ///
-    /// # Safety
-    ///
-    /// `raw` was just created (of `family` and `t`) by a successful `sock_create` and is
-    /// owned by the caller, who hands it over.
-    unsafe fn set_up(
-        raw: *mut bindings::socket,
-        t: Transport,
-        family: Family,
-        v6only: bool,
-    ) -> Result<Self> {
-        // SAFETY: A new socket, ours (the caller's guarantee); dropping `s` releases it on
-        // the error paths below.
-        let s = unsafe { Self::from_raw_of(raw, t) }?;
-        // SAFETY: A new socket, not yet bound or in use by anyone else.
-        unsafe {
-            bindings::sock_set_rdma_lock_class(s.as_ptr());
-            bindings::sock_set_reuseaddr(s.sk());
-        }
-        if family == Family::Inet6 && v6only {
-            // SAFETY: A new IPv6 socket.
-            to_result(unsafe { bindings::ip6_sock_set_v6only(s.sk()) })?;
-        }
-        if t == Transport::Sctp {
-            s.sctp_set_up()?;
         }
         Ok(s)
     }
