@@ -209,7 +209,7 @@ NFS_RDMA_PORT=20049
 # needs for NFSv3). NFSv4's grace period is cut to its 10 s minimum.
 nfs_server_up() {
 	local out
-	rm -f /tmp/nfs-src
+	rm -f /tmp/nfs-src-*
 	modprobe nfsd || fail "nfsd"
 	modprobe rpcrdma || fail "rpcrdma"
 	mkdir -p "$EXPORT" /run/rpcbind
@@ -246,26 +246,24 @@ nfs_server_down() {
 	pkill -x rpcbind || true
 	umount /var/lib/nfs 2>/dev/null || true
 	umount "$EXPORT" 2>/dev/null || true
-	rm -f /tmp/nfs-src
+	rm -f /tmp/nfs-src-*
 	modprobe -r rpcrdma nfsd nfsv4 nfsv3 nfs 2>/dev/null || true
 }
 
-# nfs_client VERS: in host A, mount host B's export over RDMA with NFS version VERS; write
-# 16 MiB of pseudo-random data (64 until 2026-11-27: at about 1 MB/s each way under TCG on
-# a slow day the copies were most of each NFS test's minutes; 16 MiB is still 16 RPCs of
-# the largest payload each way, each over fast registration, and the same byte-for-byte
-# check), unmount, mount again, read it back and compare byte for byte; then fio with verify
-# (direct I/O): 1 MiB of 4 KiB random writes at queue depth 16 and 4 MiB of 1 MiB ones, each
-# block read back and checked after its job's writes, everything written verified. (Until
-# 2026-11-27 a 10 s time-based run verified as it went; on a slow day a job's time ran out
-# before its first verify: "wrote 4096 KiB, verified 0 KiB".) Then unmount. All in one
-# shell: a mount made under `ip netns exec` lives in that command's mount namespace.
+# nfs_client VERS [MIB [SECS]]: in host A, mount host B's export over RDMA with NFS version
+# VERS; write MIB MiB (default 16) of pseudo-random data, unmount, mount again, read it back
+# and compare byte for byte; then fio with verify (direct I/O): 1 MiB of 4 KiB random
+# writes at queue depth 16 and 4 MiB of 1 MiB ones, each block read back and checked after
+# its job's writes, again and again until SECS seconds (default 0: once) have passed, every
+# run's writes verified. (A time-based fio run cannot promise that: on a slow day its time
+# ran out before its first verify.) Then unmount. All in one shell: a mount made under
+# `ip netns exec` lives in that command's mount namespace.
 nfs_client() {
-	local vers=$1 out
+	local vers=$1 mib=${2:-16} secs=${3:-0} out
 	modprobe rpcrdma || fail "rpcrdma"
-	# One file per server for both versions (each 16 MiB of /dev/urandom took 2.5 s).
-	[ -s /tmp/nfs-src ] || head -c 16M /dev/urandom >/tmp/nfs-src
-	out=$(on_a env VERS="$vers" bash -s <<-'CLI' 2>&1
+	# One file per size, for every server of the test.
+	[ -s /tmp/nfs-src-$mib ] || head -c "${mib}M" /dev/urandom >/tmp/nfs-src-$mib
+	out=$(on_a env VERS="$vers" MIB="$mib" SECS="$secs" bash -s <<-'CLI' 2>&1
 		set -e
 		o="vers=$VERS,proto=rdma,port=20049,nolock,actimeo=0"
 		# NFSv4 names the export by its place in the pseudo filesystem, of which it is
@@ -275,30 +273,37 @@ nfs_client() {
 		mount -t nfs -o "$o" "$src" /tmp/siw-nfs
 		grep ' /tmp/siw-nfs ' /proc/mounts
 		SECONDS=0
-		cp /tmp/nfs-src /tmp/siw-nfs/data
+		cp /tmp/nfs-src-$MIB /tmp/siw-nfs/data
 		umount /tmp/siw-nfs
 		w=$SECONDS
 		mount -t nfs -o "$o" "$src" /tmp/siw-nfs
 		SECONDS=0
-		cmp /tmp/nfs-src /tmp/siw-nfs/data
-		echo "16 MiB read back identical (written and unmounted in $w s, read in $SECONDS s)"
+		cmp /tmp/nfs-src-$MIB /tmp/siw-nfs/data
+		echo "$MIB MiB read back identical (written and unmounted in $w s, read in $SECONDS s)"
 		SECONDS=0
 		rm /tmp/siw-nfs/data
-		fio --output-format=terse --terse-version=3 --direct=1 --ioengine=libaio \
-			--verify=crc32c --verify_fatal=1 --do_verify=1 \
-			--filename=/tmp/siw-nfs/fio.dat \
-			--name=rand4k --rw=randwrite --bs=4k --iodepth=16 --size=1M --offset=0 \
-			--name=seq1m --rw=write --bs=1M --iodepth=4 --size=4M --offset=1M
-		echo "fio done in $SECONDS s"
+		runs=0
+		while [ $runs = 0 ] || [ $SECONDS -lt "$SECS" ]; do
+			fio --output-format=terse --terse-version=3 --direct=1 --ioengine=libaio \
+				--verify=crc32c --verify_fatal=1 --do_verify=1 \
+				--filename=/tmp/siw-nfs/fio.dat \
+				--name=rand4k --rw=randwrite --bs=4k --iodepth=16 --size=1M --offset=0 \
+				--name=seq1m --rw=write --bs=1M --iodepth=4 --size=4M --offset=1M
+			runs=$((runs + 1))
+		done
+		echo "fio done: $runs runs in $SECONDS s"
 		rm /tmp/siw-nfs/fio.dat
 		umount /tmp/siw-nfs
 	CLI
 	) || fail "nfs v$vers client: $out; kernel log: $(dmesg | tail -n 20)"
 	has "proto=rdma" "$(grep ' /tmp/siw-nfs ' <<<"$out")" || fail "nfs v$vers: not mounted over RDMA: $out"
 	has "vers=$vers" "$(grep ' /tmp/siw-nfs ' <<<"$out")" || fail "nfs v$vers: mounted as: $out"
-	has '16 MiB read back identical' "$out" || fail "nfs v$vers: $out"
+	has "$mib MiB read back identical" "$out" || fail "nfs v$vers: $out"
 	fio_verified "NFSv$vers over RDMA: fio" "$out"
-	log "NFSv$vers over RDMA: 16 MiB written, remounted, read back identical" \
+	local t
+	t=$(sed -nE 's/^fio done: [0-9]+ runs in ([0-9]+) s$/\1/p' <<<"$out")
+	[ "${t:-0}" -ge "$secs" ] || fail "nfs v$vers: fio ran ${t:-no} s of the $secs asked for"
+	log "NFSv$vers over RDMA: $mib MiB written, remounted, read back identical" \
 		"($(grep -o 'written and .* s' <<<"$out")); $(grep '^fio done' <<<"$out")"
 }
 
@@ -314,8 +319,9 @@ nfs_pairing() {
 		two_hosts "$1" "$2"
 	fi
 	nfs_server_up
-	nfs_client 3
-	nfs_client 4.2
+	# 64 MiB each; 30 s of verified fio on NFSv4.2, one fio run on v3 (for time).
+	nfs_client 3 64
+	nfs_client 4.2 64 30
 	nfs_server_down
 	nfs_hosts_down
 }
