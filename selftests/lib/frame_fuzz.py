@@ -27,7 +27,9 @@
 #   the deregistered STag, Send with Invalidate of an STag that cannot be invalidated,
 #   unsolicited Read Responses, bit flips and garbage. For the classes marked fatal the
 #   listener must answer with a Terminate or close the connection within 5 s, else this
-#   is a failure; for the others whatever it does is accepted, short of a hang. Against
+#   is a failure (and a Terminate for an unknown or deregistered STag, or an offset outside
+#   the region, must carry the code RFC 5040/5041 name: EXPECT_TERM); for the others
+#   whatever it does is accepted, short of a hang. Against
 #   a target whose MR can be invalidated (flag 1), every 50th connection sends a Send with
 #   Invalidate of it and then a Write to it, so that every run has one.
 # mpa: attacks on the negotiation: a wrong key, a reply sent to the responder, private
@@ -104,6 +106,7 @@ class Conn:
         self.sends = 0
         self.reads = []  # outstanding: (sink_stag, sink_to, offset, size, received)
         self.rxbuf = b""
+        self.term = None  # the first Terminate's (layer, error type, error code)
 
     def fpdu(self, ulpdu, length=None, bad_crc=False):
         ln = len(ulpdu) if length is None else length
@@ -138,6 +141,18 @@ class Conn:
             if len(u) >= 2:
                 frames.append((u[0], u[1], u))
         return frames, closed
+
+
+# The Terminate (layer, error type, error code) that a hostile class must get, where RFC
+# 5040 and 5041 name one: an STag that is no region's (or a deregistered one), a tagged
+# offset outside the region, a Read Request naming such an STag.
+EXPECT_TERM = {
+    "stag-unknown": (1, 1, 0x00),       # DDP tagged buffer error, invalid STag
+    "stag-deregistered": (1, 1, 0x00),
+    "to-beyond-mr": (1, 1, 0x01),       # DDP tagged buffer error, base or bounds violation
+    "to-below-mr": (1, 1, 0x01),
+    "read-bad-source": (0, 1, 0x00),    # RDMAP remote protection error, invalid STag
+}
 
 
 def fetch_add(orig, add, mask):
@@ -392,8 +407,10 @@ class Fuzz:
             op = rctl & 0x0F
             if op == OP_TERMINATE:
                 self.terminates += 1
+                t = struct.unpack(">I", u[18:22])[0] if len(u) >= 22 else 0
+                if c.term is None:
+                    c.term = (t >> 28, (t >> 24) & 0xF, (t >> 16) & 0xFF)
                 if valid:
-                    t = struct.unpack(">I", u[18:22])[0] if len(u) >= 22 else 0
                     self.fail(f"a Terminate during valid traffic: layer={t >> 28} "
                               f"etype={(t >> 24) & 0xF} ecode={(t >> 16) & 0xFF:#04x}")
                 ok = False
@@ -631,6 +648,9 @@ class Fuzz:
                 ended = True
         if fatal and not ended:
             self.fail(f"hostile frame '{name}' was neither terminated nor closed in 5 s")
+        want = EXPECT_TERM.get(name)
+        if want and c.term is not None and c.term != want:
+            self.fail(f"hostile frame '{name}': Terminate {c.term}, expected {want}")
 
     def run_fpdu(self, want=None):
         rng = self.rng
