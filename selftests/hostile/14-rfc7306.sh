@@ -9,6 +9,8 @@
 #     an Atomic Request longer than its header: DDP untagged "Message too long" (1/2/0x05);
 #     an Atomic Request whose ULPDU ends inside its header: MPA "FPDU start" (2/0/0x03);
 #     a Fetch-and-Add on an STag that does not exist: RDMAP "Invalid STag" (0/1/0x00);
+#     a Fetch-and-Add on a live MR of the QP's PD registered without remote atomic rights
+#     (fuzz_target -n): RDMAP "Access rights violation" (0/1/0x02);
 #     an Atomic Response that answers nothing: RDMAP "Catastrophic, localized to RDMAP
 #     Stream" (0/2/0x07).
 # (A misaligned atomic, the other rule of RFC 7306 section 8.2, is data/20-rfc7306's.)
@@ -16,7 +18,7 @@
 # receive of 0 bytes (what was placed in its buffer; libsiw reports nothing more).
 . "$ROOT/selftests/lib/common.sh"
 PEER=$ROOT/selftests/lib/hostile_peer.py
-cleanup() { pkill -f hostile_peer.py; pkill rping; two_hosts_down; }
+cleanup() { pkill -f hostile_peer.py; pkill rping; pkill -x fuzz_target; two_hosts_down; }
 two_hosts siw_rs siw_rs
 
 # bad CASE OFFER TERMINATE: one bad connection; TERMINATE is "layer etype ecode".
@@ -47,6 +49,19 @@ bad atomic-stag 1 "0 1 0x00"
 bad atomic-resp 1 "0 2 0x07"
 [ "$(counter "$DEV_B" terminates_sent)" -ge 6 ] ||
 	fail "host B counted $(counter "$DEV_B" terminates_sent) Terminates, expected 6"
+
+# An atomic on an MR without IBV_ACCESS_REMOTE_ATOMIC.
+on_b "$TESTBIN"/fuzz_target -a 192.168.77.2 -n >/tmp/fuzz-target.out 2>&1 &
+tgt=$!
+listening_b 7180
+out=$(on_a timeout 30 python3 "$PEER" atomic-rights --addr 192.168.77.2 2>&1) ||
+	fail "atomic-rights: peer: $out"
+# RDMAP layer (0), remote protection (1), access rights violation (0x02)
+has '^fpdu op=terminate layer=0 etype=1 ecode=0x02' "$out" ||
+	fail "atomic-rights: no access-rights Terminate: $out"
+has '^fpdu op=11$' "$out" && fail "atomic-rights: an Atomic Response came: $out"
+fuzz_target_end $tgt 2
+log "atomic-rights (offer=1): $(grep -E '^fpdu' <<<"$out" | tr '\n' ' ')"
 
 # Not bad: with the offer accepted, a Write with Immediate Data to a process's QP. It takes
 # the receive rping's server posted for the advert, and libsiw can show it only as a receive

@@ -3,7 +3,7 @@
  * fuzz_target: the listener that selftests/lib/frame_fuzz.py (a hostile iWARP peer) sends
  * its frames to.
  *
- *   fuzz_target -a ADDR [-p PORT] [-i IRD] [-v]
+ *   fuzz_target -a ADDR [-p PORT] [-i IRD] [-n] [-v]
  *
  * Listens with rdma_cm on ADDR:PORT (default 7180) and accepts every connection request
  * with a QP of its own and, in the accept's private data (all big endian):
@@ -14,7 +14,8 @@
  *   u32 dead_rkey                   the STag of an MR deregistered before the accept;
  *   u32 recv_size, u32 recv_count   the receives posted (and reposted as they complete).
  *
- * IRD (default 4) is the accept's responder_resources. It serves connections one event
+ * With -n the MR is not open to remote atomics (IBV_ACCESS_REMOTE_ATOMIC), so that a peer's
+ * atomic on it must be refused. IRD (default 4) is the accept's responder_resources. It serves connections one event
  * at a time, polls their CQs, and releases each one at its DISCONNECTED (or error) event.
  * With -v it prints a line as each connection is established and as it ends:
  *
@@ -67,6 +68,8 @@ struct conn {
 static struct conn *conns[MAX_CONNS];
 static volatile sig_atomic_t stop;
 static int verbose;
+/* -n: the MR without remote atomic rights. */
+static int no_atomic;
 static unsigned long requests, established, ended, recvs, error_wcs;
 
 static void die(const char *what)
@@ -164,10 +167,10 @@ static void take(struct rdma_cm_id *id, int ird)
 		die("posix_memalign");
 	for (int i = 0; i < MR_LEN; i++)
 		c->buf[i] = (uint8_t)(i * 31 + 7);
-	/* Remote atomics too: the fuzzer's RFC 7306 connections use them. */
+	/* Remote atomics too (but with -n): the fuzzer's RFC 7306 connections use them. */
 	c->mr = ibv_reg_mr(c->pd, c->buf, MR_LEN,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			   IBV_ACCESS_REMOTE_ATOMIC);
+			   (no_atomic ? 0 : IBV_ACCESS_REMOTE_ATOMIC));
 	c->rmr = ibv_reg_mr(c->pd, c->rbuf, RECV_SIZE * RECV_COUNT, IBV_ACCESS_LOCAL_WRITE);
 	dead = ibv_reg_mr(c->pd, c->rbuf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!c->mr || !c->rmr || !dead)
@@ -229,7 +232,7 @@ int main(int argc, char **argv)
 	int opt, ird = 4;
 	unsigned long open = 0;
 
-	while ((opt = getopt(argc, argv, "a:p:i:v")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:i:nv")) != -1) {
 		switch (opt) {
 		case 'a':
 			if (inet_pton(AF_INET, optarg, &sin.sin_addr) != 1)
@@ -237,6 +240,7 @@ int main(int argc, char **argv)
 			break;
 		case 'p': sin.sin_port = htons(atoi(optarg)); break;
 		case 'i': ird = atoi(optarg); break;
+		case 'n': no_atomic = 1; break;
 		case 'v': verbose = 1; break;
 		default: return 2;
 		}

@@ -9,6 +9,7 @@
 #   hostile_peer.py rping-read --addr A --port P --size S --bad-read-first
 #   hostile_peer.py rping-read --addr A --port P --size S --silent T
 #   hostile_peer.py rping-read --addr A --port P --size S --answer N --delay D
+#   hostile_peer.py atomic-rights --addr A [--port P]
 #   hostile_peer.py stag-probe --addr A --port P --port2 Q
 #   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
 #   hostile_peer.py stall --addr A [--port P] [--hold S]
@@ -55,6 +56,8 @@
 # "closed after X s" when the server ends the connection (X counted from the Read
 # Request), or "still open after T s". With --delay it answers only after D seconds.
 #
+# atomic-rights: a Fetch-and-Add on fuzz_target's MR over an RFC 7306 connection (run
+# against fuzz_target -n, whose MR is not open to remote atomics); prints the FPDUs back.
 # stag-probe: an rping server for two rping clients (one on port P, then one on Q), each
 # its own process, so its own PD. It reads each client's advert (its buffer's address and
 # STag), then Writes into the first client's buffer over the second connection, naming an
@@ -552,21 +555,36 @@ def stag_probe(args):
     return r
 
 
-def connect_target(addr, port, rcvbuf=0):
-    # Connects to fuzz_target (MPA revision 2, IRD/ORD 8) and returns the connection, the
-    # IRD granted and its MR (address, STag, length); None after printing an unexpected reply.
+def connect_target(addr, port, rcvbuf=0, offer=False):
+    # Connects to fuzz_target (MPA revision 2, IRD/ORD 8; with offer, RFC 7306 offered and
+    # its acceptance required) and returns the connection, the IRD granted and its MR
+    # (address, STag, length); None after printing an unexpected reply.
     conn = dial(addr, port, rcvbuf=rcvbuf)
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     body = struct.pack(">HH", 8, 8)
-    conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
+    bits = 2 | F_ENHANCED | (F_EXT_OFFER if offer else 0)
+    conn.sendall(KEY_REQ + struct.pack(">HH", bits, len(body)) + body)
     hdr = recv_exact(conn, 20)
     bits, pd_len = struct.unpack(">HH", hdr[16:20])
     pd = recv_exact(conn, pd_len)
-    if hdr[:16] != KEY_REP or bits & F_REJECT or pd_len < 32:
+    if (hdr[:16] != KEY_REP or bits & F_REJECT or pd_len < 32
+            or (offer and not bits & F_EXT_ACCEPT)):
         print(f"unexpected MPA reply bits={bits:#06x} pd_len={pd_len}", flush=True)
         return None
     ird = struct.unpack(">H", pd[:2])[0] & 0x3FFF
     return (conn, ird) + struct.unpack(">QII", pd[4:20])
+
+
+def atomic_rights(args):
+    """A Fetch-and-Add on fuzz_target's MR, over a connection that agreed on RFC 7306; run
+    against fuzz_target -n, whose MR has no remote atomic rights, it must be refused."""
+    target = connect_target(args.addr, args.port, offer=True)
+    if target is None:
+        return 1
+    conn, _, addr, rkey, _ = target
+    conn.sendall(atomic_req(1, rkey, addr))
+    print(f"sent a Fetch-and-Add to the MR (STag {rkey:#x})", flush=True)
+    return collect(conn)
 
 
 def stall(args):
@@ -706,6 +724,9 @@ def main():
     d.add_argument("--bad-read-first", action="store_true")
     d.add_argument("--silent", type=float, default=0.0)
     d.add_argument("--delay", type=float, default=0.0)
+    t = sub.add_parser("atomic-rights")
+    t.add_argument("--addr", required=True)
+    t.add_argument("--port", type=int, default=7180)
     t = sub.add_parser("stag-probe")
     t.add_argument("--addr", required=True)
     t.add_argument("--port", type=int, default=7174)
@@ -748,6 +769,8 @@ def main():
         return stall(args)
     if args.cmd == "gid-request":
         return gid_request(args)
+    if args.cmd == "atomic-rights":
+        return atomic_rights(args)
     if args.cmd == "stag-probe":
         return stag_probe(args)
     if args.cmd == "strand":
