@@ -40,9 +40,12 @@ for p in "siw_rs siw" "siw siw_rs"; do
 	on_b timeout 60 rping -s -a 192.168.77.2 -C 1 -S 64 -V >/tmp/rping-s.out 2>&1 &
 	srv=$!
 	listening_b 7174
-	if out=$(on_a timeout 60 rping -c -a 192.168.77.2 -C 1 -S 64 -V -v 2>&1); then
-		fail "$1 -> $2 connected with markers asked for: $out"
-	fi
+	t0=$SECONDS rc=0
+	out=$(on_a timeout 60 rping -c -a 192.168.77.2 -C 1 -S 64 -V -v 2>&1) || rc=$?
+	[ $rc != 0 ] || fail "$1 -> $2 connected with markers asked for: $out"
+	# Refused, not left hanging until the timeout ended the client.
+	[ $rc != 124 ] && [ $rc != 137 ] && [ $((SECONDS - t0)) -lt 30 ] ||
+		fail "$1 -> $2: the client was not refused, it hung ($((SECONDS - t0)) s, exit $rc): $out"
 	[ "$(grep -c '^ping data' <<<"$out" || true)" = 0 ] || fail "$1 -> $2: data moved: $out"
 	# The server itself, not the subshell that started it: left running until its timeout, it
 	# holds its device's deletion (or the next case's port) for up to 60 s.
