@@ -784,9 +784,14 @@ impl Ep {
         g.sock = Some(fresh);
         self.attach(g);
         g.sock.as_ref().ok_or(ENOTCONN)?.connect_nonblock(&raddr)?;
-        pr_debug!("SCTP association not up in {} ms: trying again\n", SCTP_TRY_TIMEOUT_MS);
+        pr_debug!(
+            "SCTP association not up in {} ms: trying again\n",
+            SCTP_TRY_TIMEOUT_MS
+        );
         self.tables.count(Counter::SctpStalledAssocs);
-        let ms = u32::try_from(left).unwrap_or(u32::MAX).min(SCTP_TRY_TIMEOUT_MS);
+        let ms = u32::try_from(left)
+            .unwrap_or(u32::MAX)
+            .min(SCTP_TRY_TIMEOUT_MS);
         self.set_deadline(g, ms);
         self.kick();
         Ok(())

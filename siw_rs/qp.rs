@@ -1603,7 +1603,11 @@ impl QpCore {
         let Some(ms) = gidconn::retry_time_ms(st.retry.timeout, st.retry.retry_cnt) else {
             return;
         };
-        pr_debug!("QP {}: send work after the peer left: fails in {} ms\n", self.qpn, ms);
+        pr_debug!(
+            "QP {}: send work after the peer left: fails in {} ms\n",
+            self.qpn,
+            ms
+        );
         st.retry_deadline = Some(Instant::now() + Delta::from_millis(i64::from(ms)));
         // Under the state lock, as in `read_watchdog`.
         self.arm_av_timer(ms);
@@ -1624,7 +1628,10 @@ impl QpCore {
             self.arm_av_timer(u32::try_from(left).unwrap_or(u32::MAX));
             return;
         }
-        pr_debug!("QP {}: the peer left; send work failed after its retry time\n", self.qpn);
+        pr_debug!(
+            "QP {}: the peer left; send work failed after its retry time\n",
+            self.qpn
+        );
         self.complete_first_sq(&mut st, wc::GENERAL_ERR);
         self.link_down(&mut st);
     }

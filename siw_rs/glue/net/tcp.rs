@@ -337,7 +337,14 @@ impl Socket {
     /// that tries again from where the last try was made).
     pub(crate) fn new_stream_beside(other: &Socket, family: Family, v6only: bool) -> Result<Self> {
         // SAFETY: `other` is live and holds a reference on its namespace for the call.
-        unsafe { Self::create(bindings::sock_net(other.sk()), other.transport, family, v6only) }
+        unsafe {
+            Self::create(
+                bindings::sock_net(other.sk()),
+                other.transport,
+                family,
+                v6only,
+            )
+        }
     }
 
     /// Makes a socket in `net` as every siw_rs connection and listener socket is: a kernel
@@ -350,7 +357,12 @@ impl Socket {
     /// # Safety
     ///
     /// `net` stays valid for the call.
-    unsafe fn create(net: *mut bindings::net, t: Transport, family: Family, v6only: bool) -> Result<Self> {
+    unsafe fn create(
+        net: *mut bindings::net,
+        t: Transport,
+        family: Family,
+        v6only: bool,
+    ) -> Result<Self> {
         let mut raw = core::ptr::null_mut();
         // SAFETY: `raw` is a valid out pointer; `net` is valid (the caller's guarantee);
         // `kern` = 1 takes no reference on it, `sk_hold_net` below does.
