@@ -133,7 +133,7 @@ run_perf() {
 		*_rate*) awk -v s="$3" '$1 == s && NF >= 5 { printf "%.0f\n", $5 * 1000000; exit }' <<<"$out" ;;
 		*_lat*) awk -v s="$3" '$1 == s && NF >= 5 { print $5; exit }' <<<"$out" ;;
 		esac | grep . && return 0
-		# perftest's own races (see README, "make bench"): a connect that found no
+		# perftest's own races (see docs/bench.md): a connect that found no
 		# listener yet, or a handshake out of step. Counted, not hidden.
 		has 'Correlation coefficient|Failed to connect RDMA CM events' "$out" || break
 		echo "# $name: retried after: $(tail -n 2 <<<"$out" | tr '\n' ' ')" >&2
