@@ -347,12 +347,12 @@ impl Socket {
         }
     }
 
-    /// Makes a socket in `net` as every siw_rs connection and listener socket is: a kernel
-    /// socket, so of the kernel's own lock classes for kernel sockets (classes of this
-    /// module's would pin it under lock debugging as long as any socket lives, and
-    /// `rmmod` would be refused while a kernel consumer's connection is up), holding a
-    /// reference on its namespace as a user's socket does (the namespace may be going away
-    /// already: then none is made, `ENETDOWN`).
+    /// Makes a socket in `net` as every siw_rs connection and listener socket is: as
+    /// `sock_create` makes one (the LSM and cgroup hooks see it made, it holds a reference
+    /// on its namespace), with the socket layer's own lock classes. Classes of this
+    /// module's would pin it under lock debugging as long as any socket lives, so that
+    /// `rmmod` would be refused while a kernel consumer's connection is up. The namespace
+    /// may be going away already: then none is made (`ENETDOWN`).
     ///
     /// # Safety
     ///
@@ -363,25 +363,28 @@ impl Socket {
         family: Family,
         v6only: bool,
     ) -> Result<Self> {
+        // SAFETY: `net` is valid (the caller's guarantee). The reference keeps it for the
+        // creation, which takes one of its own (`kern` = 0).
+        if !unsafe { bindings::maybe_get_net(net) } {
+            return Err(ENETDOWN);
+        }
         let mut raw = core::ptr::null_mut();
-        // SAFETY: `raw` is a valid out pointer; `net` is valid (the caller's guarantee);
-        // `kern` = 1 takes no reference on it, `sk_hold_net` below does.
-        to_result(unsafe {
+        // SAFETY: `raw` is a valid out pointer; `net` is held.
+        let r = to_result(unsafe {
             bindings::__sock_create(
                 net,
                 family.raw() as c_int,
                 bindings::sock_type_SOCK_STREAM as c_int,
                 t.raw(),
                 &mut raw,
-                1,
+                0,
             )
-        })?;
+        });
+        // SAFETY: The reference taken above.
+        unsafe { bindings::put_net(net) };
+        r?;
         // SAFETY: Just created, ours, of `t`; dropping `s` releases it on the error paths.
         let s = unsafe { Self::from_raw_of(raw, t) }?;
-        // SAFETY: A live socket, ours.
-        if !unsafe { bindings::sk_hold_net(s.sk()) } {
-            return Err(ENETDOWN);
-        }
         // SAFETY: A new socket, not yet bound or in use by anyone else.
         unsafe { bindings::sock_set_reuseaddr(s.sk()) };
         if family == Family::Inet6 && v6only {
@@ -395,7 +398,7 @@ impl Socket {
     }
 
     /// A new TCP socket of the kernel's own in the network namespace of `netdev`: unlike
-    /// [`Socket::new_tcp_in`] it holds no reference on the namespace, so whoever makes one
+    /// [`Socket::new_stream_in`] it holds no reference on the namespace, so whoever makes one
     /// must release it before the namespace goes (at the latest when `netdev` is unregistered
     /// from it, which comes first).
     pub(crate) fn new_kernel_tcp_in(netdev: &NetDev, family: Family) -> Result<Self> {
