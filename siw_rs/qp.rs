@@ -457,6 +457,9 @@ pub(crate) struct QpCore {
     /// Ends a connection whose peer leaves our RDMA Reads unanswered.
     #[pin]
     watchdog: DelayedWork<QpCore, 2>,
+    /// Fails the send work a departed peer cannot take (see [`QpCore::retry_expired`]).
+    #[pin]
+    retry_timer: DelayedWork<QpCore, 3>,
 }
 
 /// The producer indices (free-running) of a kernel QP's send and receive queues, and the
@@ -482,6 +485,7 @@ impl_has_work! {
 impl_has_delayed_work! {
     impl HasDelayedWork<Self, 1> for QpCore { self.av_timer }
     impl HasDelayedWork<Self, 2> for QpCore { self.watchdog }
+    impl HasDelayedWork<Self, 3> for QpCore { self.retry_timer }
 }
 
 impl WorkItem<1> for QpCore {
@@ -489,9 +493,15 @@ impl WorkItem<1> for QpCore {
 
     fn run(this: Arc<QpCore>) {
         workqueue::timer_done();
-        // One timer for two deadlines that never overlap: a connection coming up, and
-        // the retry time after it went.
         this.av_expired();
+    }
+}
+
+impl WorkItem<3> for QpCore {
+    type Pointer = Arc<QpCore>;
+
+    fn run(this: Arc<QpCore>) {
+        workqueue::timer_done();
         this.retry_expired();
     }
 }
@@ -780,6 +790,7 @@ impl SiwQp {
                 work <- new_work!("QpCore::work"),
                 av_timer <- new_delayed_work!("QpCore::av_timer"),
                 watchdog <- new_delayed_work!("QpCore::watchdog"),
+                retry_timer <- new_delayed_work!("QpCore::retry_timer"),
             }),
             GFP_KERNEL,
         )?;
@@ -1348,15 +1359,31 @@ impl QpCore {
         }
     }
 
+    /// Arms the retry time of send work that found the peer gone, `ms` from now, under the
+    /// state lock: a timer of an earlier deadline (cleared since, when the QP left RTS)
+    /// that is still pending is cancelled first, else this arming would be lost.
+    fn arm_retry_timer(self: &Arc<Self>, ms: u32) {
+        workqueue::cancel_delayed::<_, 3>(self);
+        if let Some(q) = workqueue::queue() {
+            workqueue::timer_armed();
+            if q.enqueue_delayed::<_, 3>(self.clone(), msecs_to_jiffies(ms))
+                .is_err()
+            {
+                workqueue::timer_done();
+            }
+        }
+    }
+
     /// Cancels the deadline of a connection made by `modify_qp` (it came up, or ended).
     pub(crate) fn av_timer_cancel(self: &Arc<Self>) {
         workqueue::cancel_delayed::<_, 1>(self);
     }
 
-    /// Cancels both timers: the connection ended, or the QP goes.
+    /// Cancels the timers: the connection ended, or the QP goes.
     pub(crate) fn timers_cancel(self: &Arc<Self>) {
         workqueue::cancel_delayed::<_, 1>(self);
         workqueue::cancel_delayed::<_, 2>(self);
+        workqueue::cancel_delayed::<_, 3>(self);
     }
 
     /// Arms the Read watchdog's next look, `peer_timeout_ms` from now (none when 0).
@@ -1555,25 +1582,42 @@ impl QpCore {
 
     /// The peer of a connection made by `modify_qp` closed its end in order (its QP
     /// destroyed or moved to ERROR) while this QP, in RTS, had nothing in progress: no
-    /// message partly received, no send work taken or posted, no RDMA Read outstanding.
-    /// Then the QP stays in RTS with its receives posted, as an RC QP on InfiniBand does
-    /// when its peer goes away, and its next send work fails after the QP's retry time (see
-    /// [`QpCore::send_after_peer_left`]). Flushing the receives at once would put flush
+    /// message partly received, no send work being sent, no RDMA Read outstanding. Then
+    /// the QP stays in RTS with its receives posted, as an RC QP on InfiniBand does when
+    /// its peer goes away, and send work posted but not yet taken, or posted later, fails
+    /// after the QP's retry time (see [`QpCore::send_after_peer_left`]). Flushing the receives at once would put flush
     /// completions on the CQ right behind the last message, and an application that polls
     /// more than one completion at a time, written for InfiniBand, fails on them though it
     /// has all it waited for (`ibv_rc_pingpong` polls two). Returns `false`, doing
     /// nothing, if the QP does not qualify; the caller then takes the link down.
     pub(crate) fn peer_left(self: &Arc<Self>, st: &mut QpState) -> bool {
-        let quiet = st.link().is_some_and(|l| {
-            l.rx.between_messages() && l.tx.idle() && l.tx.orq.is_empty() && !l.tx.control_due()
-        });
-        if st.state != State::Rts || st.av.is_none() || !quiet || self.sq_waiting(st) {
+        let Some(l) = st
+            .link()
+            .filter(|_| st.state == State::Rts && st.av.is_some())
+        else {
+            return false;
+        };
+        let (rx, tx, reads, control) = (
+            l.rx.between_messages(),
+            l.tx.idle(),
+            !l.tx.orq.is_empty(),
+            l.tx.control_due(),
+        );
+        if !rx || !tx || reads || control {
+            pr_debug!(
+                "QP {}: the peer left with work in progress (receive idle {}, send idle {}, reads {}, control {})\n",
+                self.qpn,
+                rx,
+                tx,
+                reads,
+                control
+            );
             return false;
         }
         pr_debug!("QP {}: the peer left; RTS until send work\n", self.qpn);
-        // `drop_link` without its flush of the send queue, where a process may be
-        // writing an element right now: it finds the state lock and moves the QP to ERROR
-        // (nothing else is in progress to complete).
+        // `drop_link` without its flush of the send queue: its elements wait for the
+        // retry time, and a process may be writing one right now (it finds the state
+        // lock).
         st.av = None;
         if st.link.take().is_some() {
             self.tables.retire(self);
@@ -1583,9 +1627,8 @@ impl QpCore {
         // (Not its last reference: the endpoint closing calls this.)
         self.set_state(st, State::Rts);
         st.peer_left = true;
-        // A post that still found the connection before `set_state` took it away (its
-        // kick finds the endpoint closed) wrote its element before it looked, so the
-        // element shows now: its retry time starts.
+        // Elements posted and not yet taken, and any a post that still found the
+        // connection wrote before it looked: their retry time starts.
         self.send_after_peer_left(st);
         true
     }
@@ -1609,8 +1652,7 @@ impl QpCore {
             ms
         );
         st.retry_deadline = Some(Instant::now() + Delta::from_millis(i64::from(ms)));
-        // Under the state lock, as in `read_watchdog`.
-        self.arm_av_timer(ms);
+        self.arm_retry_timer(ms);
     }
 
     /// The retry time of send work that found the peer gone has passed: the oldest element
@@ -1624,8 +1666,8 @@ impl QpCore {
         };
         let left = (deadline - Instant::now()).as_millis_ceil();
         if left > 0 {
-            // An earlier arming of the shared timer fired first.
-            self.arm_av_timer(u32::try_from(left).unwrap_or(u32::MAX));
+            // The timer of an earlier deadline, not cancelled in time.
+            self.arm_retry_timer(u32::try_from(left).unwrap_or(u32::MAX));
             return;
         }
         pr_debug!(
