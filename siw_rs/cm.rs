@@ -771,6 +771,15 @@ impl Ep {
         let (Some(cm), true) = (g.cm.as_ref(), left > 0) else {
             return Err(ETIMEDOUT);
         };
+        // Up just now (its state change's kick still to run): let that run take it on.
+        if g.sock
+            .as_ref()
+            .is_some_and(|s| matches!(s.alive(), Ok(true)))
+        {
+            self.set_deadline(g, u32::try_from(left).unwrap_or(u32::MAX));
+            self.kick();
+            return Ok(());
+        }
         let (laddr, raddr) = (cm.mapped_local_addr(), cm.mapped_remote_addr());
         let family = laddr.family().ok_or(EINVAL)?;
         let old = g.sock.take().ok_or(ENOTCONN)?;
