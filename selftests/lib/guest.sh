@@ -101,7 +101,7 @@ lockdep_on() { [ ! -r /proc/lockdep_stats ] || grep -Eq '^ *debug_locks: +1$' /p
 # lines from its head) must match. Only a window with exactly one report qualifies: a
 # second report (a hung task, a stall) is never excused with it.
 excused() {
-	local heads head body first
+	local heads head body first end
 	[ -s /tmp/siw_rs-known-report ] || return 1
 	head=$(sed -n 1p /tmp/siw_rs-known-report) body=$(sed -n 2p /tmp/siw_rs-known-report)
 	[ -n "$head" ] && [ -n "$body" ] || return 1
@@ -110,6 +110,12 @@ excused() {
 	sed 's/^\[[ 0-9.]*\] //' <<<"$heads" | grep -Eqx -- "$head" || return 1
 	first=$(grep -nE -m1 "$REPORT_HEAD_RE" <<<"$1" | cut -d: -f1)
 	tail -n +"$first" <<<"$1" | head -n 80 | grep -Eq -- "$body" || return 1
+	# Nothing of a report before its head or after its end (its stack's </TASK>, or 300
+	# lines): a bare Call Trace of something else is not excused with it.
+	end=$(tail -n +"$first" <<<"$1" | grep -nE -m1 '</TASK>|---\[ end trace' | cut -d: -f1)
+	end=$((first + ${end:-300}))
+	[ -z "$(head -n $((first - 1)) <<<"$1" | grep -E "$REPORT_RE")" ] || return 1
+	[ -z "$(tail -n +"$end" <<<"$1" | grep -E "$REPORT_RE")" ] || return 1
 	echo "# $name: excused its named upstream report: $heads"
 }
 
@@ -161,6 +167,11 @@ run_test() { # PATH: one test, its TAP line
 	mark "end test $suite/$name"
 	klog=$(window "$begin" "$begin_at" "$MARK")
 	bad=$(grep -E "$REPORT_RE" <<<"$klog")
+	# A window the copy lacks is not a clean one.
+	if ! grep -qF -- "$begin" <<<"$klog" || ! grep -qF -- "$MARK" <<<"$klog"; then
+		bad="[siw_rs-harness] the kernel log's copy lacks this test's window (its markers)"
+		klog+=$'\n'"$bad"
+	fi
 	if [ -n "$bad" ] && excused "$klog"; then bad=; fi
 	rm -f /tmp/siw_rs-known-report
 	local reason
