@@ -331,7 +331,8 @@ pingpong() {
 # refuses the second connect (TCP's RST, SCTP's ABORT): the client's retry then crashes in
 # librdmacm (a use-after-free, fixed upstream in perftest 3d9d8d0) and the server waits for
 # ever. "on" drops, in host B, exactly such refusals from the port (a RST+ACK with
-# sequence number 0, an ABORT with the T bit: none is sent on a connection), so the
+# sequence number 0; an ABORT without an error cause, as the answer to an INIT nobody
+# listens for is, where one that ends an association carries one), so the
 # client's SYN or INIT is sent again and meets the second listen; "off" takes that away.
 # Each drop is counted, and perftest_gap_hits logs them.
 perftest_listen_gap() {
@@ -343,7 +344,7 @@ perftest_listen_gap() {
 		qdisc add dev vb root handle 1: prio bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
 		qdisc add dev vb parent 1:3 handle 30: netem loss 100%
 		filter add dev vb parent 1: protocol ip prio 1 u32 match u8 0x45 0xff at 0 match u8 6 0xff at 9 match u16 18515 0xffff at 20 match u32 0 0xffffffff at 24 match u8 0x14 0x14 at 33 flowid 1:3
-		filter add dev vb parent 1: protocol ip prio 2 u32 match u8 0x45 0xff at 0 match u8 132 0xff at 9 match u16 18515 0xffff at 20 match u8 6 0xff at 32 match u8 1 1 at 33 flowid 1:3
+		filter add dev vb parent 1: protocol ip prio 2 u32 match u8 0x45 0xff at 0 match u8 132 0xff at 9 match u16 18515 0xffff at 20 match u8 6 0xff at 32 match u16 4 0xffff at 34 flowid 1:3
 	EOF
 }
 # perftest_gap_hits WHAT: logs how many refusals perftest_listen_gap dropped, if any.

@@ -33,7 +33,7 @@ suite() {
 		sleep 0.2
 	done
 	[ -z "$gid" ] || gid=$(wait_gid_index pv "$gid")
-	ip netns exec hostA timeout 1800 /usr/bin/python3 "$ROOT/selftests/lib/pyverbs_run.py" "$PV" \
+	ip netns exec hostA timeout 500 /usr/bin/python3 "$ROOT/selftests/lib/pyverbs_run.py" "$PV" \
 		--dev pv ${gid:+--gid "$gid"} >/tmp/pyverbs-"$drv".out 2>/tmp/pyverbs-"$drv".err || rc=$?
 	ip netns exec hostA rdma link delete pv || fail "rdma link delete pv ($drv)"
 	cp /tmp/pyverbs-"$drv".out /tmp/pyverbs-"$drv".err "${SIW_RS_ARTIFACTS:-/tmp}/" 2>/dev/null || true
