@@ -10,6 +10,7 @@
 #   make kdir          print the test kernel's build directory
 #   make demo          build, boot a VM, show siw_rs moving data
 #   make check         host tests + VM selftests; last line: "N passed, N failed"
+#   make blktests      upstream blktests' nvme group over rdma, C siw and siw_rs (not in check)
 #   make soak          the once-flaky paths, SOAK_RUNS times each (default 200; not in check)
 #   make fuzz-vm       the hostile peer's long runs on the KASAN kernel (FUZZ_FRAMES, default
 #                      1000000; SEED repeats a run; KASAN=0: on the test kernel)
@@ -32,7 +33,7 @@ KMAKE := $(MAKE) -C $(KDIR) M=$(ROOT)/siw_rs LLVM=$(LLVM) RUSTC=/usr/bin/rustc \
 	RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library \
 	$(if $(CLIPPY),CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver)
 
-.PHONY: all modules kernel kdir clean check host-test selftest demo bench fmt fuzz-vm soak
+.PHONY: all modules kernel kdir clean check host-test selftest demo bench fmt fuzz-vm soak blktests
 
 all: modules
 
@@ -56,6 +57,9 @@ check:
 
 fuzz-vm:
 	@bash tools/fuzz-vm
+
+blktests:
+	@bash tools/blktests
 
 soak: modules
 	@SOAK_RUNS=$${SOAK_RUNS:-200} SIW_RS_VERBOSE=1 SIW_RS_TEST_TIMEOUT=$${SIW_RS_TEST_TIMEOUT:-7200} \
