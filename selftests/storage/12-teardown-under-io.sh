@@ -61,7 +61,7 @@ for _ in $(seq 60); do [ -e /tmp/nfs-running ] && break; sleep 0.5; done
 sleep 8
 # Both hosts' devices go with the module; its unload must not wait for the consumers
 # forever (the RDMA core asks them to let go), and nothing may refuse it: siw_rs's
-# sockets are kernel sockets of the core's lock classes, which pin no module (the C siw's
+# sockets keep the socket layer's own lock classes, which pin no module (the C siw's
 # own classes pin siw under lock debugging while any of its sockets lives).
 timeout 120 rmmod siw_rs 2>/tmp/rmmod.err || fail "rmmod siw_rs under NFS I/O: $(cat /tmp/rmmod.err)"
 log "NFS: siw_rs unloaded under fio, with its devices"
