@@ -11,7 +11,8 @@
 #   make demo          build, boot a VM, show siw_rs moving data
 #   make check         host tests + VM selftests; last line: "N passed, N failed"
 #   make blktests      upstream blktests' nvme group over rdma, C siw and siw_rs (not in check)
-#   make soak          the once-flaky paths, SOAK_RUNS times each (default 200; not in check)
+#   make soak          the once-flaky paths, SOAK_RUNS times each (default 200; not in check),
+#                      the run to docs/soak/latest.txt
 #   make fuzz-vm       the hostile peer's long runs on the KASAN kernel (FUZZ_FRAMES, default
 #                      1000000; SEED repeats a run; KASAN=0: on the test kernel)
 #   make bench         perftest over siw_rs and the C siw in one VM (-icount), with ratios
@@ -62,8 +63,7 @@ blktests:
 	@bash tools/blktests
 
 soak: modules
-	@SOAK_RUNS=$${SOAK_RUNS:-200} SIW_RS_VERBOSE=1 SIW_RS_TEST_TIMEOUT=$${SIW_RS_TEST_TIMEOUT:-7200} \
-		bash selftests/run soak
+	@bash tools/soak
 
 host-test:
 	cargo test
