@@ -274,8 +274,9 @@ pub fn retry_time_ms(timeout: u8, retry_cnt: u8) -> Option<u32> {
     if timeout == 0 {
         return None;
     }
-    let tries = u64::from(retry_cnt.min(7)) + 1;
-    let ns = (4096u64 << timeout.min(31)) * tries;
+    // At most 8 tries of 4096 << 31 ns: far below u64::MAX.
+    let tries = u64::from(retry_cnt.min(7)).saturating_add(1);
+    let ns = (4096u64 << timeout.min(31)).saturating_mul(tries);
     Some(u32::try_from(ns.div_ceil(1_000_000)).unwrap_or(u32::MAX))
 }
 
