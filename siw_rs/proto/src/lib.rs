@@ -33,6 +33,7 @@ pub mod fpdu;
 pub mod gidconn;
 pub mod mpa;
 pub mod qp;
+pub mod qpn;
 pub mod rdmap;
 pub mod rx;
 pub mod sctp;
