@@ -25,6 +25,7 @@
 #include <linux/namei.h>
 #include <linux/path.h>
 #include <linux/crc32.h>
+#include <linux/siphash.h>
 #include <uapi/rdma/ib_user_ioctl_verbs.h>
 
 #include "siw_rs_helpers.h"

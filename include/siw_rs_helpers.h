@@ -121,6 +121,9 @@ void rust_helper_local_bh_disable(void);
 void rust_helper_local_bh_enable(void);
 bool rust_helper_in_softirq(void);
 
+/* siw_rs/helpers/rdma.c: whether the current process has an open file whose private_data is @priv. */
+bool siw_rs_current_holds(const void *priv);
+
 /* siw_rs/helpers/layout.c: entry @i of include/siw_rs_layout.h, measured in C; ~0UL past the end. */
 unsigned long siw_rs_layout(unsigned int i);
 

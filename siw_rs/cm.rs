@@ -1918,12 +1918,20 @@ fn listen_socket(dev: &Device<Siw>, cm: &CmId, backlog: i32) -> Result<Option<So
     Ok(Some(s))
 }
 
+/// QP `qpn`, if the caller of `cm`'s connect or accept may bind it
+/// ([`crate::glue::rdma::cm::IwCmId::may_bind`]): a QP it may not bind fails as one that does not exist.
+fn bindable(tables: &Tables, cm: &CmId, qpn: u32) -> Option<Arc<QpCore>> {
+    tables
+        .qp(qpn)
+        .filter(|qp| qp.cm_handle().is_some_and(|h| cm.may_bind(h)))
+}
+
 /// `iw_connect`: returns at once. The TCP handshake and the MPA exchange run in the
 /// background; their outcome reaches the connection manager as CONNECT_REPLY (the C siw
 /// blocks here until TCP connects or gives up).
 pub(crate) fn connect(dev: &Device<Siw>, cm: CmId, p: &ConnParam<'_>) -> Result {
     let d: &SiwDev = dev.data();
-    let qp = d.tables.qp(p.qpn).ok_or(EINVAL)?;
+    let qp = bindable(&d.tables, &cm, p.qpn).ok_or(EINVAL)?;
     let pd_max = match d.llp {
         Llp::Mpa => PD_MAX_SIW,
         Llp::Sctp => SCTP_PD_MAX,
@@ -1999,7 +2007,7 @@ pub(crate) fn accept(dev: &Device<Siw>, cm: CmId, req: RequestCookie, p: &ConnPa
     let d: &SiwDev = dev.data();
     // Gone: rejected, timed out, or the peer left.
     let ep = d.tables.take_request(req).ok_or(ECONNRESET)?;
-    let Some(qp) = d.tables.qp(p.qpn) else {
+    let Some(qp) = bindable(&d.tables, &cm, p.qpn) else {
         let mut g = ep.inner.lock();
         ep.close_locked(&mut g, How::Error);
         return Err(EINVAL);

@@ -29,3 +29,21 @@ pub(crate) fn random_u32() -> u32 {
     // SAFETY: Callable from any context; no arguments.
     unsafe { bindings::get_random_u32() }
 }
+
+/// A SipHash key from the kernel's CSPRNG, for numbers others must not predict.
+pub(crate) struct SipKey(bindings::siphash_key_t);
+
+impl SipKey {
+    /// A fresh random key.
+    pub(crate) fn random() -> Self {
+        // SAFETY: Callable from any context; no arguments.
+        let key = unsafe { [bindings::get_random_u64(), bindings::get_random_u64()] };
+        Self(bindings::siphash_key_t { key })
+    }
+
+    /// SipHash-2-4 of `v` under this key (`siphash_1u64`).
+    pub(crate) fn hash(&self, v: u64) -> u64 {
+        // SAFETY: A pure function of its arguments; the key is valid for the call.
+        unsafe { bindings::siphash_1u64(v, &self.0) }
+    }
+}

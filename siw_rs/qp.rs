@@ -130,9 +130,6 @@ use kernel::{
     },
 };
 
-/// QP numbers start at 1, as in the C siw (an `XA_FLAGS_ALLOC1` xarray there).
-static NEXT_QPN: AtomicU32 = AtomicU32::new(1);
-
 /// How completions name a QP.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct QpIds {
@@ -735,7 +732,7 @@ impl SiwQp {
         } else {
             None
         };
-        let qpn = NEXT_QPN.fetch_add(1, Ordering::Relaxed);
+        let qpn = dev.tables.new_qpn()?;
         if let Some(u) = user {
             let resp = UrespCreateQp {
                 qp_id: qpn,

@@ -10,10 +10,16 @@ use crate::{
         random_u32,
         rdma::cm::{QpHandle, RequestCookie},
         sync::bh_off_if_on,
+        SipKey,
     },
     mr::{MrCore, STAG_INDEX_MASK},
+    proto::qpn,
     qp::QpCore,
     stats::{self, Counter, DevStats},
+};
+use core::sync::atomic::{
+    AtomicU32,
+    Ordering, //
 };
 use kernel::{
     new_mutex, new_spinlock_irq,
@@ -42,6 +48,9 @@ pub(crate) struct Tables {
     /// `cm_id_priv->lock`, which other iWARP drivers take in softirq context.
     #[pin]
     qps: SpinLockIrq<RBTree<u32, Arc<QpCore>>>,
+    /// The key and counter of the device's QP numbers ([`crate::proto::qpn`]).
+    qpn_key: SipKey,
+    qpn_next: AtomicU32,
     /// MRs by STag index. The receive path looks them up in softirq (the socket's
     /// callback), so the XArray's plain spinlock is taken with bottom halves off.
     #[pin]
@@ -62,12 +71,35 @@ impl Tables {
         Arc::pin_init(
             pin_init!(Self {
                 qps <- new_spinlock_irq!(RBTree::new(), "Tables::qps"),
+                qpn_key: SipKey::random(),
+                qpn_next: AtomicU32::new(0),
                 mrs <- XArray::new(AllocKind::Alloc1),
                 requests <- new_mutex!(KVec::new(), "Tables::requests"),
                 stats <- DevStats::new(),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// A number for a new QP: the next of the device's unpredictable sequence that is
+    /// neither 0 nor a live QP's (a QP older than 2^24 creations may still hold one).
+    ///
+    /// # Errors
+    ///
+    /// `EAGAIN` if 32 numbers in a row are taken, which the QP limit makes all but
+    /// impossible.
+    pub(crate) fn new_qpn(&self) -> Result<u32> {
+        let qps = self.qps.lock();
+        for _ in 0..32 {
+            let n = self.qpn_next.fetch_add(1, Ordering::Relaxed);
+            let qpn = qpn::permute(n, |round, half| {
+                self.qpn_key.hash(u64::from(round) << 32 | u64::from(half))
+            });
+            if qpn != 0 && qps.get(&qpn).is_none() {
+                return Ok(qpn);
+            }
+        }
+        Err(EAGAIN)
     }
 
     /// Records `qp` under its number.

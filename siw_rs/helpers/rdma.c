@@ -10,8 +10,23 @@
 #include <rdma/ib_umem.h>
 #include <rdma/uverbs_ioctl.h>
 #include <net/netlink.h>
+#include <linux/fdtable.h>
 
 #include "siw_rs_helpers.h"
+
+static int siw_rs_is_priv(const void *priv, struct file *f, unsigned int fd)
+{
+	return f->private_data == priv;
+}
+
+/*
+ * In C because Rust reaches current->files only through the kernel crate's bindgen
+ * struct task_struct, whose pid and files do not sit where C has them on the test kernel.
+ */
+bool siw_rs_current_holds(const void *priv)
+{
+	return iterate_fd(current->files, 0, siw_rs_is_priv, priv);
+}
 
 struct ib_device *rust_helper_ib_alloc_device(size_t size)
 {

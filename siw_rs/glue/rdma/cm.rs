@@ -144,6 +144,42 @@ impl IwCmId {
         Ok(ARef::from(id))
     }
 
+    /// Whether the caller of this cm_id's `connect` or `accept` may bind `qp` to it.
+    ///
+    /// A kernel consumer's cm_id binds only the QP it created on it (`rdma_create_qp()`);
+    /// a user cm_id (ucma's, which never has one) binds only a user QP whose uverbs file
+    /// the calling process holds. So a process cannot name another process's QP, nor a
+    /// kernel consumer's, by number. Call it in the context of the `connect` or `accept`
+    /// call (ucma's calls run in the process that made them).
+    pub(crate) fn may_bind(&self, qp: &QpHandle) -> bool {
+        let qp = qp.0.as_ptr();
+        // SAFETY: A live cm_id (invariant). The rdma_cm is the iw_cm's only user and makes
+        // every iw_cm_id with its `rdma_id_private` as the context (`iw_create_cm_id(...,
+        // id_priv)` in `cma.c`), whose first member is the `rdma_cm_id`
+        // (`drivers/infiniband/core/cma_priv.h`); that outlives its iw_cm_id.
+        let rid = unsafe { (*self.as_ptr()).context }.cast::<bindings::rdma_cm_id>();
+        if rid.is_null() {
+            return false;
+        }
+        // SAFETY: As above: a live `rdma_cm_id`.
+        let own = unsafe { (*rid).qp };
+        if !own.is_null() {
+            return own == qp;
+        }
+        // SAFETY: `qp` is a live QP of this driver (`QpHandle`'s invariant); the core sets
+        // `uobject` and `pd` before the driver creates the QP, `uobject` NULL for a kernel
+        // consumer's. A user QP's PD is a user PD of the same uverbs file (uverbs looks it
+        // up there), whose `uobject` is set at its allocation and names that file.
+        let ufile = unsafe {
+            if (*qp).uobject.is_null() || (*(*qp).pd).uobject.is_null() {
+                return false;
+            }
+            (*(*(*qp).pd).uobject).ufile
+        }
+        .cast::<core::ffi::c_void>();
+        current_holds(ufile)
+    }
+
     /// The address the ULP bound (a listener's, or a connection's before mapping).
     pub(crate) fn local_addr(&self) -> SockAddr {
         // SAFETY: A live cm_id; the address is set before the provider is called.
@@ -484,4 +520,12 @@ impl<T: Driver> Adapter<T> {
         // SAFETY: The core drops a reference it holds, so the QP is live.
         T::iw_rem_ref(unsafe { Qp::<T>::from_raw(qp) });
     }
+}
+
+/// Whether the current process has an open file whose `private_data` is `priv_`: for a
+/// uverbs file, the `ib_uverbs_file` (`ib_uverbs_open()` puts it there).
+fn current_holds(priv_: *const core::ffi::c_void) -> bool {
+    // SAFETY: Reads the current task's own file table under its lock; `priv_` is only
+    // compared.
+    !priv_.is_null() && unsafe { bindings::siw_rs_current_holds(priv_) }
 }
