@@ -58,14 +58,21 @@ static struct addrinfo *addr(const char *host, const char *port)
 	return ai;
 }
 
-/* An active cm_id with its route resolved. */
-static struct rdma_cm_id *route(const char *host, const char *port)
+static struct rdma_cm_id *new_id(void)
 {
-	struct addrinfo *ai = addr(host, port);
 	struct rdma_cm_id *id;
 
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
 		die("rdma_create_id");
+	return id;
+}
+
+/* An active cm_id with its route resolved. */
+static struct rdma_cm_id *route(const char *host, const char *port)
+{
+	struct addrinfo *ai = addr(host, port);
+	struct rdma_cm_id *id = new_id();
+
 	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
 		die("rdma_resolve_addr");
 	rdma_ack_cm_event(expect(RDMA_CM_EVENT_ADDR_RESOLVED));
@@ -79,10 +86,8 @@ static struct rdma_cm_id *route(const char *host, const char *port)
 static struct rdma_cm_id *listen_on(const char *host, const char *port)
 {
 	struct addrinfo *ai = addr(host, port);
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id = new_id();
 
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
-		die("rdma_create_id");
 	if (rdma_bind_addr(id, ai->ai_addr) || rdma_listen(id, 1))
 		die("rdma_bind_addr/listen");
 	freeaddrinfo(ai);
@@ -192,7 +197,7 @@ static int hijack_connect(const char *host, const char *port, unsigned qpn)
 {
 	struct rdma_cm_id *id = route(host, port);
 	struct rdma_conn_param p = { .qp_num = qpn, .responder_resources = 1,
-				     .initiator_depth = 1, .retry_count = 7 };
+				     .initiator_depth = 1 };
 
 	return refused("connect", rdma_connect(id, &p));
 }

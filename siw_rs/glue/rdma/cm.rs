@@ -153,10 +153,10 @@ impl IwCmId {
     /// call (ucma's calls run in the process that made them).
     pub(crate) fn may_bind(&self, qp: &QpHandle) -> bool {
         let qp = qp.0.as_ptr();
-        // SAFETY: A live cm_id (invariant). The rdma_cm is the iw_cm's only user and makes
-        // every iw_cm_id with its `rdma_id_private` as the context (`iw_create_cm_id(...,
-        // id_priv)` in `cma.c`), whose first member is the `rdma_cm_id`
-        // (`drivers/infiniband/core/cma_priv.h`); that outlives its iw_cm_id.
+        // The rdma_cm is the iw_cm's only user and makes every iw_cm_id with its
+        // `rdma_id_private` as the context (`iw_create_cm_id(..., id_priv)` in `cma.c`),
+        // whose first member is the `rdma_cm_id` (`cma_priv.h`), outliving the iw_cm_id.
+        // SAFETY: A live cm_id (invariant), whose context is therefore an `rdma_cm_id`.
         let rid = unsafe { (*self.as_ptr()).context }.cast::<bindings::rdma_cm_id>();
         if rid.is_null() {
             return false;
@@ -166,10 +166,10 @@ impl IwCmId {
         if !own.is_null() {
             return own == qp;
         }
-        // SAFETY: `qp` is a live QP of this driver (`QpHandle`'s invariant); the core sets
-        // `uobject` and `pd` before the driver creates the QP, `uobject` NULL for a kernel
-        // consumer's. A user QP's PD is a user PD of the same uverbs file (uverbs looks it
-        // up there), whose `uobject` is set at its allocation and names that file.
+        // The core sets `uobject` and `pd` before the driver creates a QP, `uobject` NULL
+        // for a kernel consumer's. A user QP's PD is a user PD of the same uverbs file
+        // (uverbs looks it up there), whose `uobject` is set at allocation and names it.
+        // SAFETY: `qp` is a live QP of this driver (`QpHandle`'s invariant); see above.
         let ufile = unsafe {
             if (*qp).uobject.is_null() || (*(*qp).pd).uobject.is_null() {
                 return false;
