@@ -29,9 +29,10 @@ use crate::{
     proto::{
         gidconn::{self, End, IpAddr, Message, Outcome},
         mpa::{
-            build_request, negotiate_initiator, negotiate_responder, reject_reply, IrdOrd,
-            MpaFrame, MpaHeader, MpaPolicy, MpaReader, Reject, ResponderWake, RtrSet, IRD_ORD_LEN,
-            MAX_FRAME_LEN, PD_MAX_SIW, PD_MAX_ULP, SIW_MAX_IRD_ORD,
+            build_request, negotiate_initiator, negotiate_responder, reject_reply,
+            Accept as MpaAccept, IrdOrd, MpaFrame, MpaHeader, MpaPolicy, MpaReader, Reject,
+            ResponderWake, RtrSet, IRD_ORD_LEN, MAX_FRAME_LEN, PD_MAX_SIW, PD_MAX_ULP,
+            SIW_MAX_IRD_ORD,
         },
         sctp::{
             Control, Function, Received, Role, CONTROL_HDR_LEN, MIN_MAX_SEGMENT,
@@ -280,13 +281,6 @@ pub(crate) fn peer_timeout_ms() -> u32 {
 pub(crate) fn av_enabled() -> bool {
     av_port() != 0
 }
-
-/// The source ports an initiator of a connection made by `modify_qp` binds to: privileged
-/// ones, which only the kernel (or root) can take, as sunrpc's reserved ports. A responder
-/// refuses any other: a local user who is not root cannot speak for a QP of this host.
-const AV_SRC_PORTS: core::ops::RangeInclusive<u16> = 665..=1023;
-/// How many source ports one try attempts before it counts as failed.
-const AV_SRC_PORT_TRIES: u32 = 16;
 
 /// The socket address of `gid` at `port` on `nd` (a link-local IPv6 address is scoped to
 /// `nd`); `None` for a GID that names no address.
@@ -1532,7 +1526,11 @@ impl Ep {
         // Callbacks first: the handshake may end before `connect` returns.
         sock.attach(self.clone());
         sock.set_liveness(peer_timeout_ms());
-        let r = bind_reserved(sock, &av.from).and_then(|()| sock.connect_nonblock(&av.to));
+        // An ephemeral source port: never one of sunrpc's reserved ports, whatever the
+        // number of connections. The PSNs, not the port, tell the responder who connects.
+        let r = sock
+            .bind(&av.from)
+            .and_then(|()| sock.connect_nonblock(&av.to));
         if let Err(e) = r {
             pr_debug!("av connect: {:?}\n", e);
             self.av_retry(g);
@@ -1576,9 +1574,8 @@ impl Ep {
         self.arm_backoff(wait);
     }
 
-    /// Runs the second timer in `ms`: [`Ep::av_try`] from the workqueue (where binding a
-    /// privileged port is allowed, whoever called `modify_qp`), or the end of a responder's
-    /// hold.
+    /// Runs the second timer in `ms`: [`Ep::av_try`] from the workqueue, or the end of a
+    /// responder's hold.
     fn arm_backoff(self: &Arc<Self>, ms: u32) {
         if let Some(q) = work::queue() {
             work::timer_armed();
@@ -1601,14 +1598,16 @@ impl Ep {
                 return false;
             }
         }
-        let Some(av) = g.av.as_ref() else {
+        let (Some(av), Some(qp)) = (g.av.as_ref(), g.qp.as_ref()) else {
             self.close_locked(g, How::Error);
             return false;
         };
+        let (sq_psn, _) = qp.av_psns(&qp.lock());
         let (header, ird_ord) = build_request(&g.policy);
         let pd = Message::Request {
             from: av.local.qpn,
             to: av.remote.qpn,
+            psn: sq_psn,
         }
         .encode();
         let mut private_data = KVec::new();
@@ -1637,14 +1636,17 @@ impl Ep {
 
     /// Initiator of a connection made by `modify_qp`: the MPA reply is in.
     fn got_av_reply(self: &Arc<Self>, g: &mut Inner) -> bool {
-        let (Ok(reply), Some(sent), Some(av)) = (g.mpa.frame(), g.sent.as_ref(), g.av.as_ref())
+        let (Ok(reply), Some(sent), Some(av), Some(qp)) =
+            (g.mpa.frame(), g.sent.as_ref(), g.av.as_ref(), g.qp.as_ref())
         else {
             self.close_locked(g, How::Error);
             return false;
         };
+        let (_, rq_psn) = qp.av_psns(&qp.lock());
         match gidconn::outcome(
             av.local.qpn,
             av.remote.qpn,
+            rq_psn,
             reply.header.reject,
             reply.private_data,
         ) {
@@ -1654,7 +1656,7 @@ impl Ep {
                 return false;
             }
             Outcome::Fail => {
-                pr_debug!("av connection refused\n");
+                pr_debug!("av connection: the reply is not the accept expected\n");
                 self.close_locked(g, How::Error);
                 return false;
             }
@@ -1680,10 +1682,10 @@ impl Ep {
     }
 
     /// Responder of a connection made by `modify_qp`: the MPA request is in. Accepts it if
-    /// the QP it names waits for exactly this peer, else refuses, saying why.
+    /// the QP it names waits, in RTS, for exactly this peer and the PSN it carries; refuses
+    /// anything else with the one refusal that says nothing.
     fn got_av_request(self: &Arc<Self>, g: &mut Inner) {
         drop(g.listener.take());
-        let pol = base_policy();
         let (header, msg, peer) = match (g.mpa.frame(), g.sock.as_ref()) {
             (Ok(f), Some(s)) => (f.header, Message::parse(f.private_data), s.addrs().1),
             _ => {
@@ -1691,66 +1693,78 @@ impl Ep {
                 return;
             }
         };
-        // Not ours to answer (a stray or garbled connection, or one from an unprivileged
-        // port: not siw_rs, whose initiators bind privileged ones): no reply at all.
-        let (Some(Message::Request { from, to }), Some(peer_gid), true) =
-            (msg, peer.ip16(), AV_SRC_PORTS.contains(&peer.port()))
-        else {
-            self.close_locked(g, How::Error);
+        let Some(Message::Request { from, to, psn }) = msg else {
+            self.refuse_av(g, &header, gidconn::Refused::NotWaiting);
             return;
         };
-        let peer = peer_gid;
-        let from_end = End {
-            gid: peer,
-            qpn: from,
-        };
         let qp = self.tables.qp(to);
-        let verdict = match qp.as_ref() {
-            None => Err(gidconn::Refusal::NoSuchQp),
-            Some(qp) => {
-                let mut st = qp.lock();
-                let (waits, ird) = qp.av_waits(&st);
-                gidconn::answer(&from_end, waits).and_then(|()| {
-                    let mut p = base_policy();
-                    p.ird = ird.min(p.max_ird);
-                    p.ord = p.max_ord;
-                    let acc = g
-                        .mpa
-                        .frame()
-                        .ok()
-                        .and_then(|f| negotiate_responder(&p, &f).ok())
-                        .ok_or(gidconn::Refusal::Busy)?;
-                    let params = LinkParams::of(&acc.agreed);
-                    qp.av_connected(&mut st, self.clone(), params)
-                        .map_err(|_| gidconn::Refusal::Busy)?;
-                    Ok(acc)
-                })
-            }
+        let peer = peer.ip16().map(|gid| End { gid, qpn: from });
+        let verdict = match (qp.as_ref(), peer) {
+            (Some(qp), Some(peer)) => self.av_accept(g, qp, &peer, psn),
+            _ => Err(gidconn::Refused::NotWaiting),
         };
-        let acc = match verdict {
-            Ok(acc) => acc,
+        let (acc, sq_psn) = match verdict {
+            Ok(v) => v,
             Err(r) => {
-                pr_debug!("av request refused: {:?}\n", r);
-                send_reject(
-                    &self.tables,
-                    g.sock.as_ref(),
-                    &pol,
-                    &header,
-                    &Message::Refuse(r).encode(),
-                );
-                self.close_locked(g, How::Error);
+                self.refuse_av(g, &header, r);
                 return;
             }
         };
+        let pd = Message::Accept {
+            from: to,
+            to: from,
+            psn: sq_psn,
+        }
+        .encode();
         g.qp = qp;
         g.phase = Phase::Established;
         self.clear_deadline(g);
-        let pd = Message::Accept { from: to, to: from }.encode();
         if !send_frame(g.sock.as_ref(), &acc.reply_frame(&pd)) {
             self.close_locked(g, How::Error);
             return;
         }
         self.kick();
+    }
+
+    /// Responder of a connection made by `modify_qp`: sends the one refusal and closes;
+    /// why stays in the debug log.
+    fn refuse_av(self: &Arc<Self>, g: &mut Inner, header: &MpaHeader, why: gidconn::Refused) {
+        pr_debug!("av request refused: {:?}\n", why);
+        send_reject(
+            &self.tables,
+            g.sock.as_ref(),
+            &base_policy(),
+            header,
+            &Message::Refuse.encode(),
+        );
+        self.close_locked(g, How::Error);
+    }
+
+    /// Attaches this endpoint to `qp` if it waits for `from` with `psn`: the MPA reply to
+    /// send and the responder's `sq_psn` for it, or why not.
+    fn av_accept(
+        self: &Arc<Self>,
+        g: &Inner,
+        qp: &Arc<QpCore>,
+        from: &End,
+        psn: u32,
+    ) -> Result<(MpaAccept, u32), gidconn::Refused> {
+        let mut st = qp.lock();
+        let (waits, ird) = qp.av_waits(&st);
+        let sq_psn = gidconn::answer(from, psn, waits)?;
+        let mut p = base_policy();
+        p.ird = ird.min(p.max_ird);
+        p.ord = p.max_ord;
+        let acc = g
+            .mpa
+            .frame()
+            .ok()
+            .and_then(|f| negotiate_responder(&p, &f).ok())
+            .ok_or(gidconn::Refused::NotWaiting)?;
+        let params = LinkParams::of(&acc.agreed);
+        qp.av_connected(&mut st, self.clone(), params)
+            .map_err(|_| gidconn::Refused::NotWaiting)?;
+        Ok((acc, sq_psn))
     }
 }
 
@@ -2236,30 +2250,12 @@ pub(crate) fn av_prepare(dev: &Device<Siw>, local: End, remote: End, ird: u16) -
     Ok(ep)
 }
 
-/// Starts `ep` (from [`av_prepare`]) connecting for `qp`, which has moved to RTR: the first
-/// try runs from the workqueue, where the privileged source port can be bound.
+/// Starts `ep` (from [`av_prepare`]) connecting for `qp`, which has moved to RTS: the first
+/// try runs from the workqueue.
 pub(crate) fn av_start(ep: &Arc<Ep>, qp: Arc<QpCore>) {
     let mut g = ep.inner.lock();
     g.qp = Some(qp);
     ep.arm_backoff(0);
-}
-
-/// Binds `sock` to address `from` at a privileged port ([`AV_SRC_PORTS`]): a random one,
-/// then the next ones, until one is free.
-fn bind_reserved(sock: &Socket, from: &SockAddr) -> Result {
-    let (lo, hi) = (*AV_SRC_PORTS.start(), *AV_SRC_PORTS.end());
-    let span = u32::from(hi - lo) + 1;
-    let start = crate::glue::random_u32() % span;
-    let mut last = EADDRINUSE;
-    for i in 0..AV_SRC_PORT_TRIES {
-        let port = u16::try_from((start + i) % span).map_or(lo, |o| lo.saturating_add(o));
-        match sock.bind(&from.with_port(port)) {
-            Ok(()) => return Ok(()),
-            Err(e) if e == EADDRINUSE => last = e,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last)
 }
 
 /// Drops `ep` (from [`av_prepare`]) unused.

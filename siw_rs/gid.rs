@@ -14,11 +14,13 @@
 //! reads the addresses again and has the core's GID cache read the table again
 //! (`IB_EVENT_GID_CHANGE`).
 //!
-//! The device listens on each of its addresses at port `gid_connect_port` (a privileged
-//! port: no unprivileged process can take it, see [`crate::cm`]), for peers that connect to
-//! its QPs; `gid_connect_port=0` turns this off. The listeners are the kernel's own sockets,
-//! opened where the credentials allow binding that port (the `rdma link add` that makes the
-//! device, and the refresh work) and closed before the netdev leaves its namespace.
+//! The device listens at port `gid_connect_port` (a privileged port: no unprivileged
+//! process can take it) of an address only while a QP waits there, in RTR or RTS, for its
+//! peer to connect ([`Waiting`]): no port is open that no application asked for.
+//! `gid_connect_port=0` turns this off. The listeners are the kernel's own sockets, opened
+//! by the refresh work (whose credentials allow binding that port, whoever moved the QP)
+//! and closed when the last QP waiting at their address stops waiting, or before the
+//! netdev leaves its namespace.
 
 use crate::{
     cm::{self, Ep},
@@ -30,6 +32,10 @@ use crate::{
     },
     proto::gidconn,
     table::Tables,
+};
+use core::sync::atomic::{
+    AtomicU32,
+    Ordering, //
 };
 use kernel::{
     impl_has_work, new_mutex, new_spinlock_irq, new_work,
@@ -62,6 +68,9 @@ pub(crate) struct Gids {
     tables: Arc<Tables>,
     #[pin]
     inner: Mutex<Inner>,
+    /// QPs waiting for their peer to connect, per address slot ([`Waiting`]). Atomic: a
+    /// QP stops waiting under its state lock, where the mutex cannot be taken.
+    waiting: [AtomicU32; SLOTS],
     /// The device whose table to refresh, handed over by the address notifier (a reference,
     /// so the device stays registered until the refresh has run). Irq-safe: the IPv6 chain
     /// may call from softirq (duplicate address detection's timer).
@@ -74,7 +83,7 @@ pub(crate) struct Gids {
 struct Inner {
     /// Entries 1.. of the table.
     slots: [Option<Gid>; SLOTS],
-    /// A listener per address.
+    /// A listener per address a QP waits at.
     listeners: KVec<(Gid, Arc<Ep>)>,
     /// The netdev is going away: no more listeners.
     dead: bool,
@@ -91,7 +100,10 @@ impl WorkItem for Gids {
     type Pointer = Arc<Gids>;
 
     fn run(this: Arc<Gids>) {
+        // No device handed over: only listeners nobody waits at to close (which needs no
+        // netdev).
         let Some(dref) = this.pending.lock().take() else {
+            this.prune();
             return;
         };
         let changed = match dref.as_driver::<Siw>() {
@@ -111,16 +123,33 @@ fn read_addrs(nd: &NetDev) -> ([Gid; SLOTS], usize) {
     (a, n)
 }
 
+/// Whether a QP waits at slot `i`.
+fn waited_at(waiting: &[AtomicU32; SLOTS], i: usize) -> bool {
+    waiting
+        .get(i)
+        .is_some_and(|c| c.load(Ordering::Acquire) > 0)
+}
+
 impl Inner {
-    /// Opens a listener on each address that has none (skipping one that cannot be opened),
-    /// and returns those whose address is gone, for the caller to close outside the lock.
-    fn sync_listeners(&mut self, nd: &NetDev, tables: &Arc<Tables>) -> KVec<(Gid, Arc<Ep>)> {
+    /// Whether a listener at `a` is still wanted: the address is in the table and a QP
+    /// waits there.
+    fn wanted(&self, waiting: &[AtomicU32; SLOTS], a: &Gid) -> bool {
+        !self.dead
+            && self
+                .slots
+                .iter()
+                .position(|s| *s == Some(*a))
+                .is_some_and(|i| waited_at(waiting, i))
+    }
+
+    /// Takes out the listeners no longer wanted, for the caller to close outside the lock.
+    fn take_unwanted(&mut self, waiting: &[AtomicU32; SLOTS]) -> KVec<(Gid, Arc<Ep>)> {
         let mut stale = KVec::new();
         // Best effort: without the room, a stale listener is closed under the lock below.
         let _ = stale.reserve(self.listeners.len(), GFP_KERNEL);
         let mut i = 0;
         while let Some((a, _)) = self.listeners.get(i) {
-            if !self.dead && self.slots.contains(&Some(*a)) {
+            if self.wanted(waiting, a) {
                 i += 1;
                 continue;
             }
@@ -131,16 +160,30 @@ impl Inner {
                 cm::destroy_listen(e.0 .1);
             }
         }
+        stale
+    }
+
+    /// Opens a listener on each address a QP waits at that has none (skipping one that
+    /// cannot be opened), and returns those no longer wanted, for the caller to close
+    /// outside the lock.
+    fn sync_listeners(
+        &mut self,
+        nd: &NetDev,
+        tables: &Arc<Tables>,
+        waiting: &[AtomicU32; SLOTS],
+    ) -> KVec<(Gid, Arc<Ep>)> {
+        let stale = self.take_unwanted(waiting);
         if self.dead || !self.av || !cm::av_enabled() {
             return stale;
         }
-        for a in self.slots {
-            let Some(a) = a else {
+        for (i, a) in self.slots.into_iter().enumerate() {
+            let Some(a) = a.filter(|_| waited_at(waiting, i)) else {
                 continue;
             };
             if !self.listeners.iter().any(|(l, _)| *l == a) {
-                // Best effort: an address that cannot be listened on is skipped (tried again
-                // at the next change); its QPs cannot be connected to.
+                // Best effort: an address that cannot be listened on (its port taken) is
+                // skipped, and tried again at the next change or QP; the QPs waiting there
+                // are not connected to, and fail at their deadline.
                 if let Err(e) = self.open(nd, tables, &a) {
                     pr_debug!("no listener on a GID address: {:?}\n", e);
                 }
@@ -178,6 +221,7 @@ impl Gids {
         tables: Arc<Tables>,
         av: bool,
     ) -> Result<Arc<Self>> {
+        // No listener yet: one opens when a QP waits at its address.
         let mut inner = Inner {
             slots: [None; SLOTS],
             listeners: KVec::new(),
@@ -186,13 +230,12 @@ impl Gids {
         };
         let (addrs, n) = read_addrs(nd);
         gidconn::update_slots(&mut inner.slots, addrs.get(..n).unwrap_or(&[]));
-        let stale = inner.sync_listeners(nd, &tables);
-        close_all(stale);
         Arc::pin_init(
             pin_init!(Self {
                 mac_gid,
                 tables,
                 inner <- new_mutex!(inner, "Gids::inner"),
+                waiting: [const { AtomicU32::new(0) }; SLOTS],
                 pending <- new_spinlock_irq!(None, "Gids::pending"),
                 work <- new_work!("Gids::work"),
             }),
@@ -238,24 +281,42 @@ impl Gids {
             }
             let changed = gidconn::update_slots(&mut g.slots, addrs.get(..n).unwrap_or(&[]));
             // Also retries an address that could not be listened on before.
-            let stale = g.sync_listeners(nd, &self.tables);
+            let stale = g.sync_listeners(nd, &self.tables, &self.waiting);
             (changed, stale)
         };
         close_all(stale);
         changed
     }
 
-    /// Whether a peer can connect to a QP of this device at `sgid`: `EADDRNOTAVAIL` if no
-    /// entry has it, `EADDRINUSE` if nothing listens there (the port was taken).
-    pub(crate) fn listening(&self, sgid: &Gid) -> Result {
-        let g = self.inner.lock();
-        if g.dead || !g.slots.contains(&Some(*sgid)) {
-            return Err(EADDRNOTAVAIL);
+    /// Closes the listeners nobody waits at any more.
+    fn prune(&self) {
+        let stale = self.inner.lock().take_unwanted(&self.waiting);
+        close_all(stale);
+    }
+
+    /// A QP of the device `dev` waits at `sgid` for its peer to connect: the device listens
+    /// there until the returned [`Waiting`] is dropped (from a moment after this returns:
+    /// the peer's tries meanwhile are refused by TCP, and it tries again). `EADDRNOTAVAIL`
+    /// if no entry has `sgid`.
+    pub(crate) fn wait_at(this: &Arc<Self>, dev: DeviceRef, sgid: &Gid) -> Result<Waiting> {
+        let slot = {
+            let g = this.inner.lock();
+            if g.dead {
+                return Err(EADDRNOTAVAIL);
+            }
+            g.slots
+                .iter()
+                .position(|s| *s == Some(*sgid))
+                .ok_or(EADDRNOTAVAIL)?
+        };
+        let count = this.waiting.get(slot).ok_or(EADDRNOTAVAIL)?;
+        if count.fetch_add(1, Ordering::AcqRel) == 0 {
+            Self::changed(this.clone(), dev);
         }
-        if !g.listeners.iter().any(|(a, _)| a == sgid) {
-            return Err(EADDRINUSE);
-        }
-        Ok(())
+        Ok(Waiting {
+            gids: this.clone(),
+            slot,
+        })
     }
 
     /// The netdev goes away: close every listener, and open no more (called from the netdev
@@ -267,6 +328,29 @@ impl Gids {
             core::mem::take(&mut g.listeners)
         };
         close_all(stale);
+    }
+}
+
+/// A QP waiting at one of the device's addresses ([`Gids::wait_at`]). Dropped in any context
+/// (under a QP's state lock, from softirq): the listener, once nobody waits, is closed by
+/// the work.
+pub(crate) struct Waiting {
+    gids: Arc<Gids>,
+    slot: usize,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let last = self
+            .gids
+            .waiting
+            .get(self.slot)
+            .is_some_and(|c| c.fetch_sub(1, Ordering::AcqRel) == 1);
+        if let (true, Some(q)) = (last, work::queue()) {
+            // Already queued: that run looks at the counts as they are then. The clone is
+            // not the last reference (this one is dropped after it).
+            let _ = q.enqueue::<_, 0>(self.gids.clone());
+        }
     }
 }
 

@@ -19,6 +19,10 @@ use crate::{
         MAX_QP_WR,
         MAX_SGE, //
     },
+    gid::{
+        Gids,
+        Waiting, //
+    },
     glue::{
         net::tcp::SockAddr,
         rdma::{
@@ -269,6 +273,24 @@ pub(crate) struct QpState {
     retry_deadline: Option<Instant<Monotonic>>,
     /// `modify_qp`'s `timeout` and `retry_cnt`.
     retry: Retry,
+    /// `modify_qp`'s PSNs, which authenticate a connection made by `modify_qp`. Never
+    /// reported by `query_qp`: `rdma resource show` shows its numbers to every user.
+    psn: Psns,
+}
+
+/// The first PSNs an RC QP sends and expects ([`gidconn`]); 0 until `modify_qp` sets them.
+#[derive(Clone, Copy, Default)]
+struct Psns {
+    sq: u32,
+    rq: u32,
+}
+
+impl Psns {
+    /// What `m` sets of them.
+    fn take(&mut self, m: &QpModify) {
+        self.sq = m.sq_psn.map_or(self.sq, |p| p & gidconn::PSN_MASK);
+        self.rq = m.rq_psn.map_or(self.rq, |p| p & gidconn::PSN_MASK);
+    }
 }
 
 /// An RC QP's retry time as `modify_qp` gives it ([`gidconn::retry_time_ms`]).
@@ -307,6 +329,10 @@ struct AvConn {
     ird: u16,
     /// The connection is up.
     up: bool,
+    /// The initiator has started connecting (it does once in RTS, with its `sq_psn`).
+    started: bool,
+    /// The responder's hold on the device's listener at its address, until it is up.
+    waiting: Option<Waiting>,
     /// When the QP gives up waiting for it.
     deadline: Instant<Monotonic>,
 }
@@ -317,6 +343,8 @@ struct AvPlan {
     ird: u16,
     /// The initiator's endpoint, ready to connect.
     ep: Option<Arc<Ep>>,
+    /// The responder's hold on the listener.
+    waiting: Option<Waiting>,
 }
 
 impl QpState {
@@ -778,6 +806,7 @@ impl SiwQp {
                     peer_left: false,
                     retry_deadline: None,
                     retry: Retry::default(),
+                    psn: Psns::default(),
                 }, "QpCore::st"),
                 cm_refs: AtomicU32::new(1),
                 released <- Done::new(),
@@ -1214,6 +1243,7 @@ impl QpCore {
             _ => None,
         };
         let mut started = None;
+        let mut armed = false;
         let mut unused = None;
         let had_av;
         let ep = {
@@ -1223,6 +1253,7 @@ impl QpCore {
             // siw: the region's rights decide (see `rx.rs`).
             let Some(target) = m.state else {
                 st.retry.take(m);
+                st.psn.take(m);
                 drop(st);
                 Self::abandon(plan);
                 return Ok(());
@@ -1247,8 +1278,10 @@ impl QpCore {
                     });
                 }
             };
+            let was = st.state;
             self.set_state(&mut st, t.next);
             st.retry.take(m);
+            st.psn.take(m);
             if t.flush_rq {
                 self.flush_rq(&mut st);
             }
@@ -1262,14 +1295,23 @@ impl QpCore {
                         initiator: p.ep.is_some(),
                         ird: p.ird,
                         up: false,
+                        started: false,
+                        waiting: p.waiting,
                         deadline: Instant::now() + Delta::from_millis(i64::from(av_timeout_ms())),
                     });
                     if let Some(ep) = &p.ep {
                         st.ep = Some(ep.clone());
                     }
-                    started = Some(p.ep);
+                    armed = true;
                 }
                 other => unused = other,
+            }
+            // The initiator connects once in RTS: its request carries its `sq_psn`.
+            if was == State::Rtr && t.next == State::Rts {
+                if let Some(a) = st.av.as_mut().filter(|a| a.initiator && !a.started) {
+                    a.started = true;
+                    started = st.ep.clone();
+                }
             }
             if t.drop_conn || t.release_cep || t.next == State::Error {
                 self.drop_link(&mut st);
@@ -1285,20 +1327,25 @@ impl QpCore {
         if had_av && self.st.lock().av.is_none() {
             self.av_timer_cancel();
         }
-        if let Some(initiator) = started {
+        if armed {
             self.arm_av_timer(av_timeout_ms());
-            if let Some(ep) = initiator {
-                cm::av_start(&ep, self.clone());
-            }
+        }
+        if let Some(ep) = started {
+            cm::av_start(&ep, self.clone());
         }
         Ok(())
     }
 
     /// Checks an RTR's address vector and makes what its connection needs: the initiator's
-    /// endpoint, or the responder's hold on the device's listeners.
+    /// endpoint, or the responder's hold on the device's listeners. Only a process in the
+    /// netdev's network namespace makes or takes such connections (`ENETUNREACH` for one
+    /// elsewhere, which the device is visible to when devices are shared among namespaces).
     fn av_plan(&self, dev: &Device<Siw>, av: &Av, m: &QpModify) -> Result<AvPlan> {
         if !cm::av_enabled() {
             return Err(EOPNOTSUPP);
+        }
+        if !dev.with_netdev(|nd| nd.in_current_netns())? {
+            return Err(ENETUNREACH);
         }
         // iWARP peers are IP hosts: a global route with IP GIDs at both ends, and not the
         // MAC GID in entry 0 (the core has already refused an empty entry).
@@ -1327,14 +1374,24 @@ impl QpCore {
             .max_dest_rd_atomic
             .map_or(crate::device::MAX_IRD, u32::from);
         let ird = u16::try_from(ird).unwrap_or(u16::MAX);
-        let ep = if initiator {
-            Some(cm::av_prepare(dev, local, remote, ird)?)
-        } else {
-            // The peer connects to the device's listener at `sgid`.
-            dev.data().gids.listening(&grh.sgid)?;
-            None
-        };
-        Ok(AvPlan { remote, ird, ep })
+        if initiator {
+            let ep = Some(cm::av_prepare(dev, local, remote, ird)?);
+            return Ok(AvPlan {
+                remote,
+                ird,
+                ep,
+                waiting: None,
+            });
+        }
+        // The peer connects to the device's listener at `sgid`.
+        let dref = dev.get_ref().ok_or(ENODEV)?;
+        let waiting = Some(Gids::wait_at(&dev.data().gids, dref, &grh.sgid)?);
+        Ok(AvPlan {
+            remote,
+            ird,
+            ep: None,
+            waiting,
+        })
     }
 
     /// Drops what [`Self::av_plan`] made, unused.
@@ -1471,13 +1528,25 @@ impl QpCore {
     }
 
     /// What this QP waits for, as the responder of a connection made by `modify_qp`, and the
-    /// RDMA Reads it serves at a time.
+    /// RDMA Reads it serves at a time. Only in RTS: the accept carries its `sq_psn`.
     pub(crate) fn av_waits(&self, st: &QpState) -> (Waits, u16) {
         match &st.av {
-            None if st.state == State::Idle => (Waits::NoPeerYet, 0),
-            Some(a) if !a.up && !a.initiator && st.ep.is_none() => (Waits::For(a.remote), a.ird),
-            _ => (Waits::Taken, 0),
+            Some(a) if st.state == State::Rts && !a.up && !a.initiator && st.ep.is_none() => (
+                Waits::For {
+                    peer: a.remote,
+                    rq_psn: st.psn.rq,
+                    sq_psn: st.psn.sq,
+                },
+                a.ird,
+            ),
+            _ => (Waits::Nothing, 0),
         }
+    }
+
+    /// The PSNs of an initiator of a connection made by `modify_qp`: its `sq_psn` for the
+    /// request, its `rq_psn` to check the accept with.
+    pub(crate) fn av_psns(&self, st: &QpState) -> (u32, u32) {
+        (st.psn.sq, st.psn.rq)
     }
 
     /// Whether `ep` is the endpoint this QP's connection made by `modify_qp` still waits on.
@@ -1499,6 +1568,8 @@ impl QpCore {
         self.connected(st, ep, params)?;
         if let Some(a) = st.av.as_mut() {
             a.up = true;
+            // No longer waiting: the listener closes unless another QP waits there.
+            a.waiting = None;
         }
         self.av_timer_cancel();
         Ok(())

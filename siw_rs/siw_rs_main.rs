@@ -87,7 +87,7 @@ module! {
         },
         gid_connect_port: u32 {
             default: 791,
-            description: "TCP port of connections made by modify_qp (RTR with an address vector naming the peer's GID and QP number, as ibv_rc_pingpong does; siw_rs to siw_rs only): each device listens on it on each of its addresses, and takes connections from privileged source ports only. Keep it below 1024, where no unprivileged process can take it. 0: no such connections (RTR with an address vector fails with EOPNOTSUPP), no listeners",
+            description: "TCP port of connections made by modify_qp (RTR with an address vector naming the peer's GID and QP number, as ibv_rc_pingpong does; siw_rs to siw_rs only): a device listens on it at an address only while a QP there waits for its peer, which must know the QP's PSNs. Keep it below 1024, where no unprivileged process can take it. 0: no such connections (RTR with an address vector fails with EOPNOTSUPP), no listeners",
         },
         gid_connect_timeout_ms: u32 {
             default: 10000,

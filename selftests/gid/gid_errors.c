@@ -19,8 +19,10 @@
  *
  * "fails" below means: the QP goes to ERROR, its posted receive (and Send, when one was
  * posted) complete with IBV_WC_WR_FLUSH_ERR, and exactly one async event arrives for it,
- * IBV_EVENT_QP_FATAL. "At once" means within MS/2 (the refusal comes from the peer; it
- * does not wait for the bound).
+ * IBV_EVENT_QP_FATAL. "At once" means within MS/2. "At its bound" means not before MS/2
+ * and not after MS + 5 s from its RTR: every refusal is the same, whatever was wrong (a
+ * scanner must learn nothing from it), so the initiator tries again until its bound, as
+ * an InfiniBand RC QP retries a peer that never answers.
  *
  *   bad_sgid     RTR with sgid_index 31, an empty GID entry: fails with ENODATA or EINVAL
  *                (printed after "ok")
@@ -34,17 +36,24 @@
  *   unreachable  dgid ::ffff:ADDR: RTR and RTS succeed, a Send is posted; the QP fails,
  *                not before MS/2 and not after MS + 5 s from its RTR
  *   no_such_qp   the AV names the own GID and a QPN larger than any created: the QP fails
- *                at once (no Send is posted if it is in ERROR before the post)
+ *                at its bound
  *   wrong_peer   q1 names q2, q2 names q3, q3 stays in INIT. q1 goes to RTR first (q2 is
  *                not ready: q1 retries), then q2 (q3 is not ready: q2 retries); q2 expects
- *                q3 and refuses q1: q1 fails at once after q2's RTR; q2 fails between
- *                MS/2 and MS + 5 s after its RTR; q3 stays in INIT and gets no event
+ *                q3 and refuses q1: q1 and q2 fail at their bounds; q3 stays in INIT and
+ *                gets no event
  *   destroyed    q1 names q2, which stays in INIT: q1 retries and is still in RTS after
- *                300 ms; then q2 is destroyed and q1 fails at once
+ *                300 ms; then q2 is destroyed and q1 fails at its bound
  *   same_peer    q3 < q1 < q2 (created in that order); q3 and q1 both name q2 (in that
  *                order, while q2 is in INIT), then q2 names q1: q1 and q2 connect (a 4 KiB
- *                Send each way completes and arrives intact), q3 fails at once after q2's
- *                RTR, q1 and q2 stay in RTS with no async event
+ *                Send each way completes and arrives intact), q3 fails at its bound, q1
+ *                and q2 stay in RTS with no async event
+ *   wrong_psn    q1 <-> q2, but q2's rq_psn is not q1's sq_psn: q2 refuses q1's request;
+ *                both fail at their bounds, no byte is received
+ *   wrong_accept q1 <-> q2, but q1's rq_psn is not q2's sq_psn: q2 accepts (q1 knows q2's
+ *                rq_psn), q1 does not take the accept and fails at once after q2's RTS
+ *   other_netns  (only when named with -c, and run from another network namespace than
+ *                the device's netdev's) RTR with a good AV fails with ENETUNREACH; the QP
+ *                stays in INIT
  *   good         q1 <-> q2: Sends of 1, 4096 and 65536 bytes each way, every byte checked,
  *                both in RTS without events; then q2 is destroyed: as an RC QP on
  *                InfiniBand whose peer went away, q1 is still in RTS 1 s later, its
@@ -90,6 +99,7 @@ struct q {
 	struct ibv_wc wc[MAX_WC];	/* polled, not yet taken */
 	int nwc;
 	double t_err;			/* when first seen in ERROR, or < 0 */
+	uint32_t rq_psn, sq_psn;	/* for RTR and RTS; 0 unless a case sets them */
 };
 
 static struct ibv_context *ctx;
@@ -166,6 +176,7 @@ static const char *errname(int e)
 	case EBUSY: return "EBUSY";
 	case EEXIST: return "EEXIST";
 	case ENOENT: return "ENOENT";
+	case ENETUNREACH: return "ENETUNREACH";
 	}
 	snprintf(buf, sizeof(buf), "errno %d (%s)", e, strerror(e));
 	return buf;
@@ -424,7 +435,7 @@ static int to_rtr(struct q *q, int sgid_index, int global, const union ibv_gid *
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dqpn,
-		.rq_psn = 0, .max_dest_rd_atomic = 8, .min_rnr_timer = 12,
+		.rq_psn = q->rq_psn, .max_dest_rd_atomic = 8, .min_rnr_timer = 12,
 		.ah_attr = { .is_global = global, .port_num = 1,
 			     .grh = { .dgid = *dgid, .sgid_index = sgid_index, .hop_limit = 1 } },
 	};
@@ -439,7 +450,7 @@ static int to_rts(struct q *q)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
-		.sq_psn = 0, .max_rd_atomic = 8,
+		.sq_psn = q->sq_psn, .max_rd_atomic = 8,
 	};
 
 	return modify(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
@@ -771,13 +782,13 @@ static void case_no_such_qp(void)
 	}
 	if (verbose && !s)
 		fprintf(stderr, "  q1 in ERROR before a Send could be posted\n");
-	expect_fail(q1, t0, 0, bound / 2.0, s, 1, "its RTR");
+	expect_fail(q1, t0, bound / 2.0, bound + 5000.0, s, 1, "its RTR");
 }
 
 static void case_wrong_peer(void)
 {
 	struct q *v[3], *q1, *q2, *q3;
-	double t0;
+	double t0, t1;
 	int s1, s2, st;
 
 	make_sorted(v, 3, names123);
@@ -785,6 +796,7 @@ static void case_wrong_peer(void)
 	q2 = v[1];
 	q3 = v[2];
 	/* q2 not ready yet: q1 keeps trying. */
+	t1 = now_ms();
 	if (link_qp(q1, &my_gid, qpn(q2)))
 		return;
 	s1 = send64(q1);
@@ -792,7 +804,7 @@ static void case_wrong_peer(void)
 	if (link_qp(q2, &my_gid, qpn(q3)))
 		return;
 	s2 = send64(q2);
-	expect_fail(q1, t0, 0, bound / 2.0, s1, 1, "q2's RTR");
+	expect_fail(q1, t1, bound / 2.0, bound + 5000.0, s1, 1, "its RTR");
 	expect_fail(q2, t0, bound / 2.0, bound + 5000.0, s2, 1, "its RTR");
 	st = qstate(q3);
 	if (st != IBV_QPS_INIT)
@@ -819,20 +831,24 @@ static void case_destroyed(void)
 		      q1->t_err - t0);
 	t1 = now_ms();
 	free_q(v[1]);
-	expect_fail(q1, t1, 0, bound / 2.0, s, 1, "q2 was destroyed");
+	if (q1->t_err >= 0 && q1->t_err - t1 < 100)
+		wrong("q1 in ERROR %.0f ms after q2 was destroyed: a refusal told it so",
+		      q1->t_err - t1);
+	expect_fail(q1, t0, bound / 2.0, bound + 5000.0, s, 1, "its RTR");
 }
 
 static void case_same_peer(void)
 {
 	static const char *const names[] = { "q3", "q1", "q2" };
 	struct q *v[3], *q1, *q2, *q3;
-	double t0, dl;
+	double t0, t3, dl;
 	int s3;
 
 	make_sorted(v, 3, names);
 	q3 = v[0];
 	q1 = v[1];
 	q2 = v[2];
+	t3 = now_ms();
 	if (link_qp(q3, &my_gid, qpn(q2)))
 		return;
 	s3 = send64(q3);
@@ -844,10 +860,66 @@ static void case_same_peer(void)
 	dl = t0 + bound + 5000.0;
 	if (!exchange(q1, q2, 4096, 101, dl))
 		exchange(q2, q1, 4096, 102, dl);
-	expect_fail(q3, t0, 0, bound / 2.0, s3, 1, "q2's RTR");
+	expect_fail(q3, t3, bound / 2.0, bound + 5000.0, s3, 1, "its RTR");
 	settle(200);
 	expect_rts(q1);
 	expect_rts(q2);
+}
+
+static void case_wrong_psn(void)
+{
+	struct q *v[2];
+	struct ibv_wc wc;
+	double t0;
+	int s1, s2;
+
+	make_sorted(v, 2, names12);
+	v[0]->sq_psn = 0x1234;
+	v[1]->rq_psn = 0x1235;
+	t0 = now_ms();
+	if (link_qp(v[0], &my_gid, qpn(v[1])) || link_qp(v[1], &my_gid, qpn(v[0])))
+		return;
+	s1 = send64(v[0]);
+	s2 = send64(v[1]);
+	expect_fail(v[0], t0, bound / 2.0, bound + 5000.0, s1, 1, "its RTR");
+	expect_fail(v[1], t0, bound / 2.0, bound + 5000.0, s2, 1, "its RTR");
+	for (int i = 0; i < 2; i++)
+		if (take_wc(v[i], RECV_ID, &wc))
+			wrong("%s: a second receive completion (%s)", v[i]->name,
+			      ibv_wc_status_str(wc.status));
+}
+
+static void case_wrong_accept(void)
+{
+	struct q *v[2];
+	double t0;
+	int s;
+
+	make_sorted(v, 2, names12);
+	v[0]->rq_psn = 0x4321;
+	v[1]->sq_psn = 0x4320;
+	if (link_qp(v[0], &my_gid, qpn(v[1])))
+		return;
+	s = send64(v[0]);
+	t0 = now_ms();
+	if (link_qp(v[1], &my_gid, qpn(v[0])))
+		return;
+	expect_fail(v[0], t0, 0, bound / 2.0, s, 1, "q2's RTS");
+}
+
+static void case_other_netns(void)
+{
+	struct q *v[2];
+	int e, st;
+
+	make_sorted(v, 2, names12);
+	e = to_rtr(v[0], gidx, 1, &my_gid, qpn(v[1]));
+	if (e != ENETUNREACH)
+		wrong("RTR from another namespace: %s, expected ENETUNREACH",
+		      e ? errname(e) : "succeeded");
+	st = qstate(v[0]);
+	if (st != IBV_QPS_INIT)
+		wrong("q1 in %s after the RTR, expected INIT", state_name(st));
 }
 
 static void case_good(void)
@@ -889,19 +961,23 @@ static void case_good(void)
 static const struct {
 	const char *name;
 	void (*run)(void);
+	int named_only;		/* run only when named with -c */
 } cases[] = {
-	{ "bad_sgid", case_bad_sgid },
-	{ "mac_sgid", case_mac_sgid },
-	{ "no_grh", case_no_grh },
-	{ "zero_dgid", case_zero_dgid },
-	{ "mcast_dgid", case_mcast_dgid },
-	{ "self", case_self },
-	{ "unreachable", case_unreachable },
-	{ "no_such_qp", case_no_such_qp },
-	{ "wrong_peer", case_wrong_peer },
-	{ "destroyed", case_destroyed },
-	{ "same_peer", case_same_peer },
-	{ "good", case_good },
+	{ "bad_sgid", case_bad_sgid, 0 },
+	{ "mac_sgid", case_mac_sgid, 0 },
+	{ "no_grh", case_no_grh, 0 },
+	{ "zero_dgid", case_zero_dgid, 0 },
+	{ "mcast_dgid", case_mcast_dgid, 0 },
+	{ "self", case_self, 0 },
+	{ "unreachable", case_unreachable, 0 },
+	{ "no_such_qp", case_no_such_qp, 0 },
+	{ "wrong_peer", case_wrong_peer, 0 },
+	{ "destroyed", case_destroyed, 0 },
+	{ "same_peer", case_same_peer, 0 },
+	{ "wrong_psn", case_wrong_psn, 0 },
+	{ "wrong_accept", case_wrong_accept, 0 },
+	{ "good", case_good, 0 },
+	{ "other_netns", case_other_netns, 1 },
 };
 #define NCASES (int)(sizeof(cases) / sizeof(cases[0]))
 
@@ -999,7 +1075,7 @@ int main(int argc, char **argv)
 
 		for (j = 0; j < nonly && strcmp(cases[i].name, only[j]); j++)
 			;
-		if (nonly && j == nonly)
+		if ((nonly || cases[i].named_only) && j == nonly)
 			continue;
 		if (verbose)
 			fprintf(stderr, "case %s:\n", cases[i].name);

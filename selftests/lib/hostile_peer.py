@@ -11,7 +11,8 @@
 #   hostile_peer.py rping-read --addr A --port P --size S --answer N --delay D
 #   hostile_peer.py atomic-rights --addr A [--port P]
 #   hostile_peer.py stag-probe --addr A --port P --port2 Q
-#   hostile_peer.py gid-request --addr A --port P --to-qpn N [--src-port S] [--garbage]
+#   hostile_peer.py gid-request --addr A --port P --to-qpn N [--from-qpn F] [--psn X]
+#                   [--src-port S] [--garbage] [--send B [--hold S]]
 #   hostile_peer.py stall --addr A [--port P] [--hold S]
 #   hostile_peer.py bad-marker --addr A --port P --ptr N
 #   hostile_peer.py rfc7306 --addr A --port P --case C [--offer]
@@ -63,9 +64,15 @@
 # STag), then Writes into the first client's buffer over the second connection, naming an
 # STag of another PD, and prints the FPDUs that come back ("fpdu op=terminate ...").
 # gid-request: connect to A:P (siw_rs's listener of connections made by modify_qp), from
-# source port S if given, and send an MPA request whose private data asks for QP N in
-# siw_rs's layout (siw_rs/proto/src/gidconn.rs), or 16 bytes of garbage; print the answer as
-# mpa-request does, with the refusal's reason code when it carries one.
+# source port S if given, and send an MPA request whose private data asks, in siw_rs's
+# layout (siw_rs/proto/src/gidconn.rs), for QP N from QP F (default 4242) with PSN X
+# (default 0), or 20 bytes of garbage; print the answer as mpa-request does, with the
+# reply's octets in hex ("bytes=..."), or "no connection (...)" when nothing listens. If
+# accepted and --send B, print "accepted psn=P" and send one Send of B bytes (byte i is
+# (7 * i + 3) & 0xff), hold the connection S seconds (default 2) and close. With
+# --fuzz N [--seed K]: N requests, each the one given with its private data changed, or
+# random octets for a frame; prints "gid-fuzz: refused R other-reply O accepted A closed C
+# refusal=HEX" (a refusal different from the first, or an accept, is printed too).
 # stall: a peer that stops reading. Towards selftests/hostile/fuzz_target.c (port 7180):
 # with a 4 KiB receive buffer, it completes the MPA exchange, asks for the whole of the
 # target's MR with as many Read Requests as the target's IRD allows, prints "stalled" and
@@ -295,8 +302,11 @@ def mpa_request(args):
 
 
 def gid_request(args):
-    pd = bytes(range(16)) if args.garbage else (
-        b"siwQ" + bytes((1, 1, 0, 0)) + struct.pack(">II", 4242, args.to_qpn))
+    if args.garbage:
+        pd = bytes(range(20))
+    else:
+        pd = b"siwQ" + bytes((2, 1, 0, 0)) + struct.pack(">III", args.from_qpn, args.to_qpn,
+                                                          args.psn)
     body = struct.pack(">HH", 1, 1) + pd
     conn = socket.socket(socket.AF_INET6 if ":" in args.addr else socket.AF_INET)
     conn.settimeout(args.timeout)
@@ -304,7 +314,11 @@ def gid_request(args):
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if args.src_port:
         conn.bind(("", args.src_port))
-    conn.connect((args.addr, args.port))
+    try:
+        conn.connect((args.addr, args.port))
+    except OSError as e:
+        print(f"no connection ({e})", flush=True)
+        return
     conn.sendall(KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body)
     print(f"sent request for QP {args.to_qpn} from port {conn.getsockname()[1]}", flush=True)
     try:
@@ -314,11 +328,75 @@ def gid_request(args):
     except (EOFError, OSError) as e:
         print(f"closed without a reply ({e})", flush=True)
         return
-    # A refusal: no IRD/ORD word (no ENHANCED bit), then siw_rs's 16 octets.
-    reason = rpd[6] if pd_len == 16 and rpd[:4] == b"siwQ" else -1
+    # The whole reply, so that callers can compare refusals octet for octet.
     print(f"reply rev={bits & 0xFF} reject={int(bool(bits & F_REJECT))} pd_len={pd_len} "
-          f"reason={reason}", flush=True)
+          f"bytes={(hdr + rpd).hex()}", flush=True)
+    if bits & F_REJECT or not args.send:
+        conn.close()
+        return
+    # Accepted: the IRD/ORD word, then siw_rs's 20 octets with the responder's PSN.
+    (psn,) = struct.unpack(">I", rpd[20:24])
+    print(f"accepted psn={psn:#x}", flush=True)
+    data = bytes((i * 7 + 3) & 0xFF for i in range(args.send))
+    conn.sendall(untagged(OP_SEND, 0, 1, 0, data))
+    print(f"sent {args.send} bytes", flush=True)
+    # Hold the connection until the receiver has taken the Send.
+    time.sleep(args.hold)
     conn.close()
+
+
+def gid_fuzz(args):
+    """--fuzz N requests, each the good one with its private data changed (one to four
+    random octets, or a random 20), or random octets in place of the whole frame; prints
+    how each was answered. None may be accepted; every answer must be the one refusal."""
+    rnd = random.Random(args.seed)
+    good = b"siwQ" + bytes((2, 1, 0, 0)) + struct.pack(">III", args.from_qpn, args.to_qpn,
+                                                        args.psn)
+    counts = {"refused": 0, "other-reply": 0, "accepted": 0, "closed": 0}
+    refusal = None
+    for i in range(args.fuzz):
+        raw = rnd.random() < 0.1
+        if raw:
+            frame = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 60)))
+        else:
+            pd = bytearray(good)
+            while bytes(pd) == good:
+                if rnd.random() < 0.2:
+                    pd = bytearray(rnd.randrange(256) for _ in range(20))
+                else:
+                    for _ in range(rnd.randrange(1, 5)):
+                        pd[rnd.randrange(20)] = rnd.randrange(256)
+            body = struct.pack(">HH", 1, 1) + bytes(pd)
+            frame = KEY_REQ + struct.pack(">HH", 2 | F_ENHANCED, len(body)) + body
+        try:
+            conn = socket.create_connection((args.addr, args.port), timeout=args.timeout)
+        except OSError as e:
+            print(f"FAIL: fuzz request {i}: no connection ({e})", flush=True)
+            return 1
+        try:
+            conn.sendall(frame)
+            if raw:
+                conn.shutdown(socket.SHUT_WR)
+            hdr = recv_exact(conn, 20)
+            bits, pd_len = struct.unpack(">HH", hdr[16:20])
+            reply = hdr + recv_exact(conn, pd_len)
+        except (EOFError, OSError):
+            counts["closed"] += 1
+            conn.close()
+            continue
+        conn.close()
+        if not bits & F_REJECT:
+            counts["accepted"] += 1
+            print(f"accepted: {frame.hex()}", flush=True)
+        elif refusal is None or reply == refusal:
+            refusal = reply
+            counts["refused"] += 1
+        else:
+            counts["other-reply"] += 1
+            print(f"other reply {reply.hex()} to {frame.hex()}", flush=True)
+    print("gid-fuzz: " + " ".join(f"{k} {v}" for k, v in counts.items())
+          + f" refusal={refusal.hex() if refusal else '-'}", flush=True)
+    return 0
 
 
 # RDMAP opcodes (RFC 5040 section 4.3) and DDP/RDMAP control bits (RFC 5041, 5040).
@@ -732,6 +810,12 @@ def main():
     t.add_argument("--port", type=int, default=7174)
     t.add_argument("--port2", type=int, default=7175)
     g = sub.add_parser("gid-request")
+    g.add_argument("--from-qpn", type=int, default=4242)
+    g.add_argument("--psn", type=lambda v: int(v, 0), default=0)
+    g.add_argument("--send", type=int, default=0)
+    g.add_argument("--hold", type=float, default=2.0)
+    g.add_argument("--fuzz", type=int, default=0)
+    g.add_argument("--seed", type=int, default=1)
     g.add_argument("--addr", required=True)
     g.add_argument("--port", type=int, default=791)
     g.add_argument("--to-qpn", type=int, default=1)
@@ -768,7 +852,7 @@ def main():
     if args.cmd == "stall":
         return stall(args)
     if args.cmd == "gid-request":
-        return gid_request(args)
+        return gid_fuzz(args) if args.fuzz else gid_request(args)
     if args.cmd == "atomic-rights":
         return atomic_rights(args)
     if args.cmd == "stag-probe":

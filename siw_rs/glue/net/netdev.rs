@@ -84,6 +84,13 @@ impl NetDev {
         self.as_ptr() as usize
     }
 
+    /// Whether the device lives in the calling task's network namespace.
+    pub(crate) fn in_current_netns(&self) -> bool {
+        // SAFETY: By the type invariant the device is alive; the calling task holds its own
+        // namespace while it runs. Both only read a namespace's address.
+        unsafe { core::ptr::eq(bindings::dev_net(self.as_ptr()), bindings::current_net()) }
+    }
+
     /// The current MTU.
     pub(crate) fn mtu(&self) -> u32 {
         // SAFETY: By the type invariant the device is alive; the helper reads `mtu` with

@@ -186,24 +186,6 @@ impl SockAddr {
         u16::from_be(be)
     }
 
-    /// The same address with port `port`.
-    pub(crate) fn with_port(&self, port: u16) -> Self {
-        let mut a = *self;
-        let p = core::ptr::from_mut(&mut a.0);
-        match self.family() {
-            // SAFETY: As in `is_any`; the storage is ours and writable.
-            Some(Family::Inet) => unsafe {
-                (*p.cast::<bindings::sockaddr_in>()).sin_port = port.to_be()
-            },
-            // SAFETY: As above.
-            Some(Family::Inet6) => unsafe {
-                (*p.cast::<bindings::sockaddr_in6>()).sin6_port = port.to_be()
-            },
-            None => {}
-        }
-        a
-    }
-
     /// The length of the address proper, for `bind` and `connect`.
     fn len(&self) -> c_int {
         let n = match self.family() {

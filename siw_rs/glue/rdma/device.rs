@@ -444,6 +444,16 @@ impl<T: Driver> Device<T> {
     pub(crate) fn data(&self) -> &T::Data {
         &self.data
     }
+    /// A reference of its own on the device, while it is registered.
+    pub(crate) fn get_ref(&self) -> Option<DeviceRef> {
+        // SAFETY: `self` is a live device; the call takes a reference only if it is
+        // registered and not being unregistered.
+        if !unsafe { bindings::ib_device_try_get(self.as_ptr()) } {
+            return None;
+        }
+        // INVARIANT: The reference just taken.
+        NonNull::new(self.as_ptr()).map(DeviceRef)
+    }
 
     /// The network device of port 1, with a reference held while the closure runs.
     pub(crate) fn with_netdev<R>(&self, f: impl FnOnce(&NetDev) -> R) -> Result<R> {

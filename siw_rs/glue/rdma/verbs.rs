@@ -318,7 +318,8 @@ pub(crate) struct QpInit<'a, T: Driver> {
 }
 
 /// `modify_qp` attributes: the state, the access flags, and what a connection made without
-/// the connection manager needs (the address vector, the peer's QP number, the Read depths);
+/// the connection manager needs (the address vector, the peer's QP number, the Read depths,
+/// the retry time, the PSNs);
 /// the other standard attributes are accepted and not passed on.
 #[derive(Default)]
 pub(crate) struct QpModify {
@@ -339,6 +340,10 @@ pub(crate) struct QpModify {
     pub(crate) timeout: Option<u8>,
     /// How many times it tries again (`IB_QP_RETRY_CNT`).
     pub(crate) retry_cnt: Option<u8>,
+    /// The first PSN the QP sends (`IB_QP_SQ_PSN`).
+    pub(crate) sq_psn: Option<u32>,
+    /// The first PSN the QP expects to receive (`IB_QP_RQ_PSN`).
+    pub(crate) rq_psn: Option<u32>,
 }
 
 /// An address vector (`struct rdma_ah_attr`), as far as it names IP-routed peers.
@@ -1306,6 +1311,12 @@ impl<T: Driver> Adapter<T> {
             }
             if mask & bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT != 0 {
                 m.retry_cnt = Some(attr.retry_cnt);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_SQ_PSN != 0 {
+                m.sq_psn = Some(attr.sq_psn);
+            }
+            if mask & bindings::ib_qp_attr_mask_IB_QP_RQ_PSN != 0 {
+                m.rq_psn = Some(attr.rq_psn);
             }
             T::modify_qp(q, &m)?;
             Ok(0)

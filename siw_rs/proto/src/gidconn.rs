@@ -1,26 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Connections made by `modify_qp`, without the connection manager: siw_rs's own (the C
-//! siw cannot take part), for programs that exchange QP numbers and GIDs out of band and
-//! never use rdma_cm (`ibv_rc_pingpong`, `ibv_srq_pingpong`, rdma-core's tests).
+//! siw cannot take part), for programs that exchange QP numbers, PSNs and GIDs out of band
+//! and never use rdma_cm (`ibv_rc_pingpong`, `ibv_srq_pingpong`, rdma-core's tests).
 //!
 //! siw_rs fills its GID table with the addresses of its netdev ([`gid_of_v4`],
 //! [`gid_of_v6`]). A QP moved to RTR with an address vector names its own GID (by index),
-//! the peer's GID and the peer's QP number, so each end then knows both [`End`]s. The lower
-//! end connects ([`initiator`]): a TCP connection from its address to the peer's siw_rs
-//! listener, then an MPA request whose private data names both QPs ([`Request`]). The
-//! responder looks the QP up by number and accepts only if that QP waits for exactly this
-//! peer ([`answer`]); otherwise its reject carries a [`Refusal`], which tells the initiator
-//! whether to try again (the peer QP has not reached RTR yet) or to give up.
+//! the peer's GID, the peer's QP number and the peer's first PSN (`rq_psn`); RTS adds its
+//! own (`sq_psn`). The lower end connects ([`initiator`]) once it is in RTS: a TCP
+//! connection from its address to the peer's siw_rs listener, then an MPA request whose
+//! private data names both QPs and carries the initiator's `sq_psn` ([`Message::Request`]).
 //!
-//! Private data layout (16 octets, the same for request, accept and refusal):
+//! The PSNs are what authenticates the ends, as on InfiniBand, where an RC QP takes only
+//! packets carrying the PSN it expects: the responder accepts only if the QP named waits,
+//! in RTS, for exactly this peer, and the PSN sent equals its `rq_psn` ([`answer`]); its
+//! accept carries its own `sq_psn`, which the initiator checks against its `rq_psn`
+//! ([`outcome`]). Every other request gets one refusal, the same whatever was wrong
+//! ([`Message::Refuse`]), so that a scanner learns nothing of which QPs exist or what they
+//! wait for; the initiator tries again until its QP's deadline.
+//!
+//! Private data layout (20 octets, the same for request, accept and refusal):
 //!
 //! ```text
-//!  0      4     5      6        8           12          16
-//!  | MAGIC | VER | KIND | REASON | FROM QPN  |  TO QPN   |
+//!  0      4     5      6   8           12          16          20
+//!  | MAGIC | VER | KIND | 0 | FROM QPN  |  TO QPN   |    PSN    |
 //! ```
 //!
-//! QP numbers are big-endian; `REASON` is zero but in a refusal.
+//! Numbers are big-endian; a refusal has zeros from octet 6 on.
 
 use super::wire::{Reader, Writer};
 
@@ -109,47 +115,18 @@ pub fn update_slots(slots: &mut [Option<Gid>], addrs: &[Gid]) -> bool {
 }
 
 /// The length of the private data of every message here.
-pub const PD_LEN: usize = 16;
+pub const PD_LEN: usize = 20;
 /// Marks siw_rs's private data (the listener only speaks this protocol, but a stray
 /// connection must not be taken for it).
 pub const MAGIC: [u8; 4] = *b"siwQ";
-/// The version of the layout.
-pub const VERSION: u8 = 1;
+/// The version of the layout (1 had no PSN and told why it refused).
+pub const VERSION: u8 = 2;
+/// PSNs are 24 bits (InfiniBand's, which `modify_qp` takes).
+pub const PSN_MASK: u32 = 0x00ff_ffff;
 
 const KIND_REQUEST: u8 = 1;
 const KIND_ACCEPT: u8 = 2;
 const KIND_REFUSE: u8 = 3;
-
-/// Why a responder refused a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// No QP of that number on the responder's device.
-    NoSuchQp,
-    /// The QP exists but has no address vector yet (not in RTR): try again.
-    NotReady,
-    /// The QP waits for another peer.
-    WrongPeer,
-    /// The QP is connected, or connecting itself.
-    Busy,
-}
-
-impl Refusal {
-    const ALL: [Self; 4] = [Self::NoSuchQp, Self::NotReady, Self::WrongPeer, Self::Busy];
-
-    fn code(self) -> u8 {
-        match self {
-            Self::NoSuchQp => 1,
-            Self::NotReady => 2,
-            Self::WrongPeer => 3,
-            Self::Busy => 4,
-        }
-    }
-
-    /// Whether the initiator should try again (until its deadline) rather than give up.
-    pub fn retry(self) -> bool {
-        self == Self::NotReady
-    }
-}
 
 /// A message's private data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +137,8 @@ pub enum Message {
         from: u32,
         /// The responder's QP number, as the initiator's address vector names it.
         to: u32,
+        /// The initiator's `sq_psn`.
+        psn: u32,
     },
     /// The responder accepted: its QP `from`, the initiator's `to`.
     Accept {
@@ -167,49 +146,52 @@ pub enum Message {
         from: u32,
         /// The initiator's QP number.
         to: u32,
+        /// The responder's `sq_psn`.
+        psn: u32,
     },
-    /// The responder refused.
-    Refuse(Refusal),
+    /// The responder refused, for whatever reason.
+    Refuse,
 }
 
 impl Message {
-    /// The 16 octets of private data.
+    /// The private data.
     pub fn encode(&self) -> [u8; PD_LEN] {
-        let (kind, reason, from, to) = match *self {
-            Self::Request { from, to } => (KIND_REQUEST, 0, from, to),
-            Self::Accept { from, to } => (KIND_ACCEPT, 0, from, to),
-            Self::Refuse(r) => (KIND_REFUSE, r.code(), 0, 0),
+        let (kind, from, to, psn) = match *self {
+            Self::Request { from, to, psn } => (KIND_REQUEST, from, to, psn),
+            Self::Accept { from, to, psn } => (KIND_ACCEPT, from, to, psn),
+            Self::Refuse => (KIND_REFUSE, 0, 0, 0),
         };
         let mut b = [0u8; PD_LEN];
         let mut w = Writer::new(&mut b);
-        // 16 octets fit in 16: the writes cannot fail.
+        // 20 octets fit in 20: the writes cannot fail.
         let _ = w
             .put(&MAGIC)
-            .and_then(|()| w.put(&[VERSION, kind, reason, 0]))
+            .and_then(|()| w.put(&[VERSION, kind, 0, 0]))
             .and_then(|()| w.u32(from))
-            .and_then(|()| w.u32(to));
+            .and_then(|()| w.u32(to))
+            .and_then(|()| w.u32(psn & PSN_MASK));
         b
     }
 
     /// Parses private data; `None` for anything that is not exactly a message of this
-    /// version (a reserved octet set included).
+    /// version (a reserved octet set, or a PSN of more than 24 bits, included).
     pub fn parse(pd: &[u8]) -> Option<Self> {
         if pd.len() != PD_LEN {
             return None;
         }
         let mut r = Reader::new(pd);
-        let (magic, [ver, kind, reason, rsvd]) = (r.array::<4>()?, r.array::<4>()?);
-        if magic != MAGIC || ver != VERSION || rsvd != 0 {
+        let (magic, [ver, kind, r0, r1]) = (r.array::<4>()?, r.array::<4>()?);
+        if magic != MAGIC || ver != VERSION || r0 != 0 || r1 != 0 {
             return None;
         }
-        let (from, to) = (r.u32()?, r.u32()?);
-        match (kind, reason) {
-            (KIND_REQUEST, 0) => Some(Self::Request { from, to }),
-            (KIND_ACCEPT, 0) => Some(Self::Accept { from, to }),
-            (KIND_REFUSE, r) if from == 0 && to == 0 => Refusal::ALL
-                .iter()
-                .find(|x| x.code() == r)
-                .map(|x| Self::Refuse(*x)),
+        let (from, to, psn) = (r.u32()?, r.u32()?, r.u32()?);
+        if psn & !PSN_MASK != 0 {
+            return None;
+        }
+        match kind {
+            KIND_REQUEST => Some(Self::Request { from, to, psn }),
+            KIND_ACCEPT => Some(Self::Accept { from, to, psn }),
+            KIND_REFUSE if from == 0 && to == 0 && psn == 0 => Some(Self::Refuse),
             _ => None,
         }
     }
@@ -218,26 +200,42 @@ impl Message {
 /// What the QP a request names is doing, as the responder sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Waits {
-    /// There is no such QP.
+    /// Nothing a request can take: no such QP, not in RTS, no address vector, connected,
+    /// or connecting itself.
     Nothing,
-    /// The QP has no address vector yet.
-    NoPeerYet,
-    /// The QP is in RTR or RTS with an address vector naming `End`, is the responder for
-    /// it, and is not connected yet.
-    For(End),
-    /// The QP is connected, or connects itself.
-    Taken,
+    /// The QP is in RTS with an address vector naming `peer`, is the responder for it,
+    /// and is not connected yet.
+    For {
+        /// The peer the address vector names.
+        peer: End,
+        /// The QP's `rq_psn`: the peer's `sq_psn`, as given out of band.
+        rq_psn: u32,
+        /// The QP's `sq_psn`, for the accept.
+        sq_psn: u32,
+    },
+}
+
+/// Why a responder refused. On the wire every refusal is the same [`Message::Refuse`]; the
+/// reason stays with the responder (for its debug log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// The QP named cannot be connected to now ([`Waits::Nothing`]).
+    NotWaiting,
+    /// The QP waits for another peer (address or QP number).
+    WrongPeer,
+    /// The PSN is not the one the QP expects.
+    WrongPsn,
 }
 
 /// The responder's answer to a request from `from` (its address as the socket shows it,
-/// and the QP number it names itself by) for a QP that `waits`.
-pub fn answer(from: &End, waits: Waits) -> Result<(), Refusal> {
+/// and the QP number it names itself by), carrying `psn`, for a QP that `waits`: the PSN
+/// for the accept, or why not.
+pub fn answer(from: &End, psn: u32, waits: Waits) -> Result<u32, Refused> {
     match waits {
-        Waits::Nothing => Err(Refusal::NoSuchQp),
-        Waits::NoPeerYet => Err(Refusal::NotReady),
-        Waits::For(peer) if peer == *from => Ok(()),
-        Waits::For(_) => Err(Refusal::WrongPeer),
-        Waits::Taken => Err(Refusal::Busy),
+        Waits::Nothing => Err(Refused::NotWaiting),
+        Waits::For { peer, .. } if peer != *from => Err(Refused::WrongPeer),
+        Waits::For { rq_psn, .. } if rq_psn & PSN_MASK != psn => Err(Refused::WrongPsn),
+        Waits::For { sq_psn, .. } => Ok(sq_psn & PSN_MASK),
     }
 }
 
@@ -253,13 +251,19 @@ pub enum Outcome {
 }
 
 /// The initiator's reading of a reply's private data: accepted by the QP it asked for
-/// (`to`, from its own `from`), refused (try again or not), or garbage (give up).
-pub fn outcome(from: u32, to: u32, rejected: bool, pd: &[u8]) -> Outcome {
+/// (`to`, from its own `from`) with the PSN it expects (`rq_psn`), refused (try again), or
+/// anything else (give up: garbage, or a responder that does not know the PSN).
+pub fn outcome(from: u32, to: u32, rq_psn: u32, rejected: bool, pd: &[u8]) -> Outcome {
     match (rejected, Message::parse(pd)) {
-        (false, Some(Message::Accept { from: f, to: t })) if f == to && t == from => {
-            Outcome::Connected
-        }
-        (true, Some(Message::Refuse(r))) if r.retry() => Outcome::Retry,
+        (
+            false,
+            Some(Message::Accept {
+                from: f,
+                to: t,
+                psn,
+            }),
+        ) if f == to && t == from && psn == rq_psn & PSN_MASK => Outcome::Connected,
+        (true, Some(Message::Refuse)) => Outcome::Retry,
         _ => Outcome::Fail,
     }
 }
@@ -378,15 +382,17 @@ mod tests {
     #[test]
     fn messages_round_trip_and_garbage_is_refused() {
         let msgs = [
-            Message::Request { from: 1, to: 2 },
+            Message::Request {
+                from: 1,
+                to: 2,
+                psn: 3,
+            },
             Message::Accept {
                 from: u32::MAX,
                 to: 0,
+                psn: PSN_MASK,
             },
-            Message::Refuse(Refusal::NoSuchQp),
-            Message::Refuse(Refusal::NotReady),
-            Message::Refuse(Refusal::WrongPeer),
-            Message::Refuse(Refusal::Busy),
+            Message::Refuse,
         ];
         for m in msgs {
             let b = m.encode();
@@ -399,65 +405,97 @@ mod tests {
                 }
                 assert_ne!(Message::parse(&c), Some(m), "octet {i}");
             }
-            assert_eq!(Message::parse(&b[..15]), None);
-            let mut long = [0u8; 17];
-            long[..16].copy_from_slice(&b);
+            assert_eq!(Message::parse(&b[..PD_LEN - 1]), None);
+            let mut long = [0u8; PD_LEN + 1];
+            long[..PD_LEN].copy_from_slice(&b);
             assert_eq!(Message::parse(&long), None);
         }
-        let mut r = Message::Refuse(Refusal::Busy).encode();
-        r[6] = 9;
-        assert_eq!(Message::parse(&r), None);
-        assert_eq!(
-            &Message::Request {
-                from: 0x01020304,
-                to: 5
+        // A refusal says nothing: any number in it makes it garbage.
+        for i in 6..PD_LEN {
+            let mut r = Message::Refuse.encode();
+            if let Some(o) = r.get_mut(i) {
+                *o = 1;
             }
-            .encode()[8..],
-            &[1, 2, 3, 4, 0, 0, 0, 5]
-        );
+            assert_eq!(Message::parse(&r), None, "octet {i}");
+        }
+        // Version 1 (16 octets, a reason) is not this protocol.
+        let mut v1 = [0u8; 16];
+        v1[..8].copy_from_slice(b"siwQ\x01\x03\x01\x00");
+        assert_eq!(Message::parse(&v1), None);
+        let req = Message::Request {
+            from: 0x01020304,
+            to: 5,
+            psn: 0x00abcdef,
+        }
+        .encode();
+        assert_eq!(&req[8..], &[1, 2, 3, 4, 0, 0, 0, 5, 0, 0xab, 0xcd, 0xef]);
+        let mut wide = req;
+        wide[16] = 1;
+        assert_eq!(Message::parse(&wide), None);
     }
 
     #[test]
-    fn the_responder_accepts_only_the_peer_it_waits_for() {
+    fn the_responder_accepts_only_the_peer_it_waits_for_with_its_psn() {
         let from = End {
             gid: gid_of_v4(A),
             qpn: 7,
         };
-        assert_eq!(answer(&from, Waits::Nothing), Err(Refusal::NoSuchQp));
-        assert_eq!(answer(&from, Waits::NoPeerYet), Err(Refusal::NotReady));
-        assert_eq!(answer(&from, Waits::For(from)), Ok(()));
+        let waits = |peer| Waits::For {
+            peer,
+            rq_psn: 0x123456,
+            sq_psn: 0x654321,
+        };
+        assert_eq!(answer(&from, 0x123456, waits(from)), Ok(0x654321));
+        assert_eq!(
+            answer(&from, 0x123456, Waits::Nothing),
+            Err(Refused::NotWaiting)
+        );
+        assert_eq!(answer(&from, 0x123457, waits(from)), Err(Refused::WrongPsn));
+        assert_eq!(answer(&from, 0, waits(from)), Err(Refused::WrongPsn));
         let other_qp = End { qpn: 8, ..from };
-        assert_eq!(answer(&from, Waits::For(other_qp)), Err(Refusal::WrongPeer));
+        assert_eq!(
+            answer(&from, 0x123456, waits(other_qp)),
+            Err(Refused::WrongPeer)
+        );
         let other_host = End {
             gid: gid_of_v4(B),
             ..from
         };
         assert_eq!(
-            answer(&from, Waits::For(other_host)),
-            Err(Refusal::WrongPeer)
+            answer(&from, 0x123456, waits(other_host)),
+            Err(Refused::WrongPeer)
         );
-        assert_eq!(answer(&from, Waits::Taken), Err(Refusal::Busy));
+        // modify_qp's PSNs are 24 bits; the bits above are not compared.
+        let wide = Waits::For {
+            peer: from,
+            rq_psn: 0xff12_3456,
+            sq_psn: 0xff65_4321,
+        };
+        assert_eq!(answer(&from, 0x123456, wide), Ok(0x654321));
     }
 
     #[test]
-    fn the_initiator_retries_only_while_the_peer_is_not_ready() {
-        let acc = Message::Accept { from: 2, to: 1 }.encode();
-        assert_eq!(outcome(1, 2, false, &acc), Outcome::Connected);
-        // Accepted by another QP than asked for, or for another: give up.
-        assert_eq!(outcome(1, 3, false, &acc), Outcome::Fail);
-        assert_eq!(outcome(4, 2, false, &acc), Outcome::Fail);
-        // An accept with the reject bit, or a refusal without it, is garbage.
-        assert_eq!(outcome(1, 2, true, &acc), Outcome::Fail);
-        let not_ready = Message::Refuse(Refusal::NotReady).encode();
-        assert_eq!(outcome(1, 2, true, &not_ready), Outcome::Retry);
-        assert_eq!(outcome(1, 2, false, &not_ready), Outcome::Fail);
-        for r in [Refusal::NoSuchQp, Refusal::WrongPeer, Refusal::Busy] {
-            assert_eq!(
-                outcome(1, 2, true, &Message::Refuse(r).encode()),
-                Outcome::Fail
-            );
+    fn the_initiator_takes_only_the_accept_of_the_qp_and_psn_it_expects() {
+        let acc = Message::Accept {
+            from: 2,
+            to: 1,
+            psn: 9,
         }
-        assert_eq!(outcome(1, 2, true, &[]), Outcome::Fail);
-        assert_eq!(outcome(1, 2, false, b"not ours at all!"), Outcome::Fail);
+        .encode();
+        assert_eq!(outcome(1, 2, 9, false, &acc), Outcome::Connected);
+        // Accepted by another QP than asked for, for another, or with another PSN: give up.
+        assert_eq!(outcome(1, 3, 9, false, &acc), Outcome::Fail);
+        assert_eq!(outcome(4, 2, 9, false, &acc), Outcome::Fail);
+        assert_eq!(outcome(1, 2, 8, false, &acc), Outcome::Fail);
+        // An accept with the reject bit, or a refusal without it, is garbage.
+        assert_eq!(outcome(1, 2, 9, true, &acc), Outcome::Fail);
+        let refuse = Message::Refuse.encode();
+        assert_eq!(outcome(1, 2, 9, true, &refuse), Outcome::Retry);
+        assert_eq!(outcome(1, 2, 9, false, &refuse), Outcome::Fail);
+        assert_eq!(outcome(1, 2, 9, true, &[]), Outcome::Fail);
+        assert_eq!(
+            outcome(1, 2, 9, false, b"not ours at all, no"),
+            Outcome::Fail
+        );
     }
 }

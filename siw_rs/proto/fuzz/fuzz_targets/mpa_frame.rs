@@ -69,7 +69,7 @@ fuzz_target!(|data: &[u8]| {
     if let Some(msg) = Message::parse(f.private_data) {
         assert_eq!(&msg.encode()[..], f.private_data);
     }
-    let _ = gidconn::outcome(u32::from(sel), 7, f.header.reject, f.private_data);
+    let _ = gidconn::outcome(u32::from(sel), 7, 9, f.header.reject, f.private_data);
 
     // The responder role on this frame.
     if let Ok(acc) = negotiate_responder(&policy, &f) {
