@@ -403,6 +403,29 @@ mod fastreg {
         assert!(t.mr(key3).is_none());
         Ok(())
     }
+
+    #[test]
+    fn a_registration_is_replaced_only_as_checked_and_held_ones_stay_invalid() -> Result {
+        let t = Tables::new()?;
+        let pd = 1usize;
+        let stag = publish_fast_for_test(&t, pd)?;
+        let index = stag >> 8;
+        let seen = t.mr_at(index).ok_or(EINVAL)?;
+        // Another REG_MR came first: one that checked `seen` replaces nothing.
+        let key = (stag & !0xff) | 0x21;
+        assert_eq!(register(&t, pd, stag, key, REMOTE_WRITE, 0, 0), Ok(()));
+        let first = t.mr(key).ok_or(EINVAL)?;
+        assert_eq!(t.replace_mr(index, &seen, seen.clone()), Err(EBUSY));
+        assert!(t.mr(key).is_some_and(|m| core::ptr::eq(&*m, &*first)));
+        // The key comes round again (8 bits): the STag names the newer registration,
+        // while work holding the first (a queued Read) sees it invalid, and must not look
+        // the STag up again.
+        assert_eq!(invalidate(&t, pd, key), Ok(()));
+        assert_eq!(register(&t, pd, key, key, REMOTE_WRITE, 0, 0), Ok(()));
+        assert!(!first.is_valid());
+        assert!(t.mr(key).is_some_and(|m| !core::ptr::eq(&*m, &*first)));
+        Ok(())
+    }
 }
 
 #[kunit_tests(siw_rs_watchdog)]

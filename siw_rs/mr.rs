@@ -38,6 +38,7 @@ use crate::{
         Counted,
         Kind, //
     },
+    proto::error::TermError,
     table::Tables,
 };
 use core::sync::atomic::{
@@ -73,6 +74,18 @@ pub(crate) enum AccessError {
     Rights,
     /// The range leaves the region.
     Bounds,
+}
+
+impl AccessError {
+    /// The Terminate error of a Read Request whose source is refused so (RFC 5040 section
+    /// 7.4.1).
+    pub(crate) fn of_read(self) -> TermError {
+        match self {
+            Self::InvalidStag | Self::Pd => TermError::RdmapInvalidStag,
+            Self::Rights => TermError::RdmapAccessRights,
+            Self::Bounds => TermError::RdmapBaseBounds,
+        }
+    }
 }
 
 /// What the data path sees of a region: for a fast-registration MR, one registration of it.
@@ -231,9 +244,13 @@ pub(crate) fn register(
         GFP_KERNEL,
     )
     .map_err(|_| FastRegError::Mapping)?;
-    tables
-        .replace_mr(mr >> 8, reg)
-        .map_err(|_| FastRegError::Stag)
+    tables.replace_mr(mr >> 8, &cur, reg).map_err(|e| {
+        if e == EBUSY {
+            FastRegError::NotAllowed
+        } else {
+            FastRegError::Stag
+        }
+    })
 }
 
 /// Invalidates the STag `stag` for a QP of PD `pd`: a Local Invalidate, a Read with

@@ -229,14 +229,6 @@ fn tagged_sink(
     Ok((mr, off))
 }
 
-fn read_err(e: AccessError) -> TermError {
-    match e {
-        AccessError::InvalidStag | AccessError::Pd => TermError::RdmapInvalidStag,
-        AccessError::Rights => TermError::RdmapAccessRights,
-        AccessError::Bounds => TermError::RdmapBaseBounds,
-    }
-}
-
 /// Feeds `buf` (socket bytes) through the receiver; returns how many bytes were consumed,
 /// and why receiving must stop, if it must.
 ///
@@ -578,7 +570,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                 .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
             let off = mr
                 .check(qp.pd(), req.to, ATOMIC_LEN, REMOTE_ATOMIC)
-                .map_err(|e| RxStop::Term(read_err(e)))?;
+                .map_err(|e| RxStop::Term(e.of_read()))?;
             // Atomics share the IRD with Reads (RFC 7306 section 5.2).
             answer_later(link, Inbound::Atomic { req, mr, off })?;
             Ok(())
@@ -708,7 +700,7 @@ fn on_end(qp: &QpCore, st: &mut QpState) -> Result<(), RxStop> {
                     .mr(rr.src_stag)
                     .ok_or(RxStop::Term(TermError::RdmapInvalidStag))?;
                 mr.check(qp.pd(), rr.src_to, rr.size, REMOTE_READ)
-                    .map_err(|e| RxStop::Term(read_err(e)))?;
+                    .map_err(|e| RxStop::Term(e.of_read()))?;
                 Some(mr)
             } else {
                 None

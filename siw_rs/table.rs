@@ -258,12 +258,16 @@ impl Tables {
         r
     }
 
-    /// Puts the registration `mr` in place of the one at index `index`, which must be
-    /// there (a fast-registration MR's `REG_MR`).
-    pub(crate) fn replace_mr(&self, index: u32, mr: Arc<MrCore>) -> Result {
+    /// Puts the registration `mr` in place of `old` at index `index` (a fast-registration
+    /// MR's `REG_MR`), checked and replaced under one lock: `EBUSY` if the index holds
+    /// another registration by now (a concurrent `REG_MR` came first), `ENOENT` if none.
+    /// `old` was seen invalid, and a registration never becomes valid again.
+    pub(crate) fn replace_mr(&self, index: u32, old: &Arc<MrCore>, mr: Arc<MrCore>) -> Result {
         let old = self.with_mrs(|g| {
-            if g.get(index as usize).is_none() {
-                return Err(ENOENT);
+            match g.get(index as usize) {
+                None => return Err(ENOENT),
+                Some(cur) if !core::ptr::eq(&*cur, &**old) => return Err(EBUSY),
+                Some(_) => {}
             }
             g.store(index as usize, mr, GFP_ATOMIC).map_err(|e| e.error)
         })?;

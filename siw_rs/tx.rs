@@ -16,10 +16,10 @@ use crate::{
     glue::{
         iov::{IoVec, IoVecs, KernelCrc},
         net::tcp::Socket,
-        rdma::verbs::AccessFlags,
+        rdma::{umem::MrMem, verbs::AccessFlags},
         siw_abi::{op, wc, wqe, MAX_INLINE, MAX_SGE, SQE_SIZE},
     },
-    mr::{self, FastRegError, MrCore, LOCAL_READ, LOCAL_WRITE},
+    mr::{self, AccessError, FastRegError, MrCore, LOCAL_READ, LOCAL_WRITE, REMOTE_READ},
     proto::{
         ddp::{QN_ATOMIC_RESPONSE, QN_READ_REQUEST, QN_SEND},
         error::TermError,
@@ -44,17 +44,20 @@ use kernel::{prelude::*, sync::Arc};
 /// `sendmsg` (and at most one MSS on Ethernet, as the C siw's default).
 const MAX_FPDU: u32 = 16 * 1024;
 
-/// Read Responses of at least this size are sent from the user's pages without a copy
-/// (`MSG_SPLICE_PAGES`); below it the copy is cheaper than page references (the C siw's
-/// `SENDPAGE_THRESH`).
+/// Read Responses of at least this size from user memory are sent from the user's pages
+/// without a copy (`MSG_SPLICE_PAGES`); below it the copy is cheaper than page references
+/// (the C siw's `SENDPAGE_THRESH`).
 ///
-/// Only Read Responses: TCP may retransmit a spliced page as it is *then*, and nothing
-/// tells us when TCP lets go of it. A Read's source may not change until the peer's Read
-/// completes, and the peer completes it only after it has all the data, so a retransmit
-/// can never carry other bytes than the first transmission did (unless the responder races
-/// the Read, which RFC 5040 leaves undefined anyway). TCP holds its own references to the
-/// pages, so one unpinned by a deregistration meanwhile is not reused while TCP may still
-/// send it: no other memory can leak out this way. A Write or Send completes when TCP
+/// Only Read Responses from user memory: TCP may retransmit a spliced page as it is
+/// *then*, and nothing tells us when TCP lets go of it. A Read's source may not change
+/// until the peer's Read completes, and the peer completes it only after it has all the
+/// data, so a retransmit carries other bytes than the first transmission did only if the
+/// application races the Read or invalidates the region under it (RFC 5040 leaves the
+/// first undefined), and then only bytes of the application's own pages: TCP holds its own
+/// references to them, so a page unpinned by a deregistration meanwhile is not reused by
+/// anyone else while TCP may still send it. A kernel consumer's pages are another matter:
+/// once the peer's Send with Invalidate has completed its I/O they go back to the block
+/// layer or the page cache, so they are always copied. A Write or Send completes when TCP
 /// has taken the data, after which its buffer is the user's to reuse: a spliced page would
 /// then let a retransmit carry the new contents (the C siw splices unsignalled ones; we
 /// copy them).
@@ -613,6 +616,7 @@ fn passes(
             return Err(TxStop::Failed);
         }
         let mut iov = IoVecs::new();
+        let mut voided = false;
         // Over SCTP the DDP-SSN this message gets, should SCTP take it.
         let next_ssn = ssn.as_deref().map(SsnCounter::peek);
         if let (Some(s), Some(l)) = (next_ssn, f.hdr.get_mut(..2)) {
@@ -626,7 +630,16 @@ fn passes(
             )?;
         } else {
             push(&mut iov, IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])))?;
-            payload(&a.src, f.pay_off, f.pay_len, &mut |v| push(&mut iov, v))?;
+            // A Read Response's source invalidated or deregistered since this FPDU was
+            // framed (TCP's buffer was full): the rest of it goes as zeros, so that the
+            // stream stays framed, and a Terminate follows. Not another byte of the
+            // region is read (RFC 5040 section 8.1.1, item 6).
+            if a.src.remote_invalid() {
+                zeros(f.pay_len, &mut |v| push(&mut iov, v))?;
+                voided = true;
+            } else {
+                payload(&a.src, f.pay_off, f.pay_len, &mut |v| push(&mut iov, v))?;
+            }
             push(
                 &mut iov,
                 IoVec::new(f.trailer.get(..f.tr_len).unwrap_or(&[])),
@@ -637,6 +650,10 @@ fn passes(
         } else {
             sock.send(iov.as_slice(), f.sent, false, f.hold)
         };
+        if voided {
+            tx.terminate(TermError::RdmapInvalidStag, &[]);
+        }
+        let f = &mut tx.fpdu;
         match r {
             Ok(k) => f.sent = f.sent.saturating_add(k),
             Err(e) if e == EAGAIN => {
@@ -858,18 +875,21 @@ fn take_work(
                 return Ok(Took::Work);
             }
         };
-        // A zero-length Read names no memory (RFC 5040 section 5.2.1).
-        let piece = if rr.size != 0 {
-            let mr = qp
-                .tables()
-                .mr_held(src, rr.src_stag)
-                .ok_or(TxStop::Failed)?;
-            let off = mr
-                .check(qp.pd(), rr.src_to, rr.size, LOCAL_READ)
-                .map_err(|_| TxStop::Failed)?;
-            Some((mr, off, rr.size))
-        } else {
+        // A zero-length Read names no memory (RFC 5040 section 5.2.1). Otherwise it is
+        // served from the registration checked on its arrival and from no other: one
+        // invalidated or deregistered since (whose STag may name a newer registration by
+        // now) is not read (RFC 5040 section 8.1.1, item 6), and the rights are checked
+        // again.
+        let piece = if rr.size == 0 {
             None
+        } else {
+            match queued_read_source(qp, src, &rr) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    tx.terminate(e, &[]);
+                    return Ok(Took::Again);
+                }
+            }
         };
         // Written into the idle element in place (see `Active`).
         let a = &mut tx.active;
@@ -887,10 +907,13 @@ fn take_work(
                 mul,
             )
             .map_err(|_| TxStop::Failed)?;
-        let parts = a
-            .src
-            .sges(rr.size >= ZCOPY_MIN, true)
-            .ok_or(TxStop::Failed)?;
+        // Kernel memory is never spliced: TCP may retransmit a spliced page after the
+        // region is invalidated and the consumer has reused the page for anything else.
+        let splice = rr.size >= ZCOPY_MIN
+            && piece
+                .as_ref()
+                .is_some_and(|(mr, _, _)| matches!(mr.pages, MrMem::User(_)));
+        let parts = a.src.sges(splice, true).ok_or(TxStop::Failed)?;
         if let Some((p, slot)) = piece.zip(parts.slot.first_mut()) {
             *slot = Some(p);
             parts.n = 1;
@@ -1094,6 +1117,37 @@ fn next_wire_len(
 
 fn push<'a>(iov: &mut IoVecs<'a>, v: IoVec<'a>) -> Result<(), TxStop> {
     iov.push(v).map_err(|_| TxStop::Failed)
+}
+
+/// `len` zero octets (at most an FPDU's payload), in pieces of [`ZEROS`].
+fn zeros(len: u32, f: &mut dyn FnMut(IoVec<'static>) -> Result<(), TxStop>) -> Result<(), TxStop> {
+    let mut left = len as usize;
+    while left > 0 {
+        let n = left.min(ZEROS.len());
+        f(IoVec::new(ZEROS.get(..n).ok_or(TxStop::Failed)?))?;
+        left = left.saturating_sub(n);
+    }
+    Ok(())
+}
+
+/// What a voided FPDU's payload is sent from.
+static ZEROS: [u8; 4096] = [0; 4096];
+
+/// The source of a queued inbound Read as it executes: `held`, the registration its STag
+/// named on arrival, if that registration still has the STag, is still valid and still
+/// lets the peer read the range; else the Terminate error (RFC 5040 section 7.4.1).
+fn queued_read_source(
+    qp: &QpCore,
+    held: Option<Arc<MrCore>>,
+    rr: &ReadRequest,
+) -> Result<(Arc<MrCore>, usize, u32), TermError> {
+    let mr = held
+        .filter(|mr| mr.stag == rr.src_stag && mr.is_valid())
+        .ok_or(TermError::RdmapInvalidStag)?;
+    let off = mr
+        .check(qp.pd(), rr.src_to, rr.size, REMOTE_READ)
+        .map_err(AccessError::of_read)?;
+    Ok((mr, off, rr.size))
 }
 
 /// Calls `f` on the pieces of `len` payload bytes at message offset `off`.

@@ -8,7 +8,7 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 unload_siw_rs
 insmod "$SIW_RS_KO"
 # suite:number of test cases
-for s in siw_rs_queue:4 siw_rs_limit:1 siw_rs_cq:3 siw_rs_rfc7306:2 siw_rs_fastreg:3 siw_rs_watchdog:2 siw_rs_sync:3; do
+for s in siw_rs_queue:4 siw_rs_limit:1 siw_rs_cq:3 siw_rs_rfc7306:2 siw_rs_fastreg:4 siw_rs_watchdog:2 siw_rs_sync:3; do
 	name=${s%%:*} want=${s##*:}
 	f=/sys/kernel/debug/kunit/$name/results
 	[ -r "$f" ] || fail "no KUnit results for $name ($f): did the suite run?"
