@@ -1541,8 +1541,8 @@ impl Ep {
         self.kick();
     }
 
-    /// Initiator of a connection made by `modify_qp`: this try failed (no listener, the peer
-    /// QP not in RTR yet, a timeout): wait, then try again on a fresh socket. The QP's own
+    /// Initiator of a connection made by `modify_qp`: this try failed (no listener yet, a
+    /// refusal, which never says why, a timeout): wait, then try again on a fresh socket. The QP's own
     /// deadline ends the tries (it moves to ERROR, which closes this endpoint).
     fn av_retry(self: &Arc<Self>, g: &mut Inner) {
         if !self.av_wanted(g) {

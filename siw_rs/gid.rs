@@ -134,12 +134,12 @@ impl Inner {
     /// Whether a listener at `a` is still wanted: the address is in the table and a QP
     /// waits there.
     fn wanted(&self, waiting: &[AtomicU32; SLOTS], a: &Gid) -> bool {
-        !self.dead
-            && self
-                .slots
-                .iter()
-                .position(|s| *s == Some(*a))
-                .is_some_and(|i| waited_at(waiting, i))
+        !self.dead && self.slot_of(a).is_some_and(|i| waited_at(waiting, i))
+    }
+
+    /// The slot holding address `a`.
+    fn slot_of(&self, a: &Gid) -> Option<usize> {
+        self.slots.iter().position(|s| *s == Some(*a))
     }
 
     /// Takes out the listeners no longer wanted, for the caller to close outside the lock.
@@ -304,10 +304,7 @@ impl Gids {
             if g.dead {
                 return Err(EADDRNOTAVAIL);
             }
-            g.slots
-                .iter()
-                .position(|s| *s == Some(*sgid))
-                .ok_or(EADDRNOTAVAIL)?
+            g.slot_of(sgid).ok_or(EADDRNOTAVAIL)?
         };
         let count = this.waiting.get(slot).ok_or(EADDRNOTAVAIL)?;
         if count.fetch_add(1, Ordering::AcqRel) == 0 {

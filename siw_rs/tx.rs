@@ -589,7 +589,10 @@ fn passes(
             return Ok(Ran::Idle);
         };
         let tx = &mut link.tx;
-        if !tx.fpdu.queued && !frame(tx, link.params.crc, link.params.sctp.is_some())? {
+        // An FPDU framed by an earlier pass (TCP's buffer was full) may have lost its
+        // source since; `frame` has just checked a fresh one.
+        let resumed = tx.fpdu.queued;
+        if !resumed && !frame(tx, link.params.crc, link.params.sctp.is_some())? {
             continue;
         }
         if tx.fpdu.sent == 0 && ssn.is_none() && !tx.fpdu.staged && packing() {
@@ -631,10 +634,10 @@ fn passes(
         } else {
             push(&mut iov, IoVec::new(f.hdr.get(..f.hdr_len).unwrap_or(&[])))?;
             // A Read Response's source invalidated or deregistered since this FPDU was
-            // framed (TCP's buffer was full): the rest of it goes as zeros, so that the
+            // framed: the rest of it goes as zeros, so that the
             // stream stays framed, and a Terminate follows. Not another byte of the
             // region is read (RFC 5040 section 8.1.1, item 6).
-            if a.src.remote_invalid() {
+            if resumed && a.src.remote_invalid() {
                 zeros(f.pay_len, &mut |v| push(&mut iov, v))?;
                 voided = true;
             } else {

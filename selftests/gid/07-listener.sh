@@ -44,6 +44,11 @@ exec 3>/tmp/gw.in
 until_line /tmp/gw.out '^ready'
 read -r _ W I < <(grep '^qpn' /tmp/gw.out)
 listening_in hostB 791 || fail "no listener while a QP waits: $(cat /tmp/gw.out)"
+# The PSNs authenticate: nobody reads them back (nldev shows query_qp's to every user).
+res=$(on_b rdma resource show qp 2>&1 || true)
+res=$(grep -E "lqpn $W( |$)" <<<"$res" || true)
+has "lqpn $W" "$res" || fail "rdma resource does not show W: $(on_b rdma resource show qp 2>&1)"
+! has "$((0x5a5a5a))|$((0x123456))" "$res" || fail "rdma resource shows W's PSNs: $res"
 # R waits too, for QP 5151, but only in RTR (and for no receive: it only holds its QP).
 on_b "$TESTBIN"/gid_wait -d "$DEV_B" -g "$gb" -D 192.168.77.1 -q 5151 -r 0x777 \
 	-s 0x888 -n 64 -w 1 -R </tmp/gw4.in >/tmp/gw4.out 2>&1 &
