@@ -1381,6 +1381,9 @@ impl Ep {
                         );
                         how = Some(How::Error)
                     }
+                    // The peer's close, which a reset makes visible: as it, once a read
+                    // has taken what the peer sent before (below).
+                    Err(TxStop::Lost) => pr_debug!("QP {}: the peer reset the connection\n", qpn),
                 }
             }
         }
@@ -1441,7 +1444,7 @@ impl Ep {
                 // the QP in RTS (`QpCore::peer_left` says why).
                 let left = how == How::Peer
                     && prev == Phase::Established
-                    && g.sock.as_ref().is_some_and(Socket::peer_finished)
+                    && g.sock.as_ref().is_some_and(Socket::peer_gone)
                     && qp.peer_left(&mut st);
                 if !left {
                     qp.link_down(&mut st);

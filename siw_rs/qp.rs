@@ -271,6 +271,10 @@ pub(crate) struct QpState {
     peer_left: bool,
     /// When the send work that found the peer gone fails ([`QpCore::send_after_peer_left`]).
     retry_deadline: Option<Instant<Monotonic>>,
+    /// Send work the transmit engine had taken when the peer left (the element being sent,
+    /// Read Requests unanswered), as (id, opcode): older than anything on the ring, it fails
+    /// or is flushed first.
+    unanswered: KVec<(u64, u8)>,
     /// `modify_qp`'s `timeout` and `retry_cnt`.
     retry: Retry,
     /// `modify_qp`'s PSNs, which authenticate a connection made by `modify_qp`. Never
@@ -805,6 +809,7 @@ impl SiwQp {
                     av: None,
                     peer_left: false,
                     retry_deadline: None,
+                    unanswered: KVec::new(),
                     retry: Retry::default(),
                     psn: Psns::default(),
                 }, "QpCore::st"),
@@ -1263,7 +1268,7 @@ impl QpCore {
                 // `connected()`, never through `modify_qp`.
                 has_llp: false,
                 has_mpa: false,
-                tx_idle: st.link.as_ref().is_none_or(|l| l.tx.idle()),
+                tx_idle: st.link.as_ref().is_none_or(|l| l.tx.idle()) && st.unanswered.is_empty(),
                 has_av: plan.is_some(),
                 av_conn: st.av.is_some(),
             };
@@ -1648,16 +1653,18 @@ impl QpCore {
         Ok(())
     }
 
-    /// The peer of a connection made by `modify_qp` closed its end in order (its QP
-    /// destroyed or moved to ERROR) while this QP, in RTS, had nothing in progress: no
-    /// message partly received, no send work being sent, no RDMA Read outstanding. Then
-    /// the QP stays in RTS with its receives posted, as an RC QP on InfiniBand does when
-    /// its peer goes away, and send work posted but not yet taken, or posted later, fails
-    /// after the QP's retry time (see [`QpCore::send_after_peer_left`]). Flushing the receives at once would put flush
-    /// completions on the CQ right behind the last message, and an application that polls
-    /// more than one completion at a time, written for InfiniBand, fails on them though it
-    /// has all it waited for (`ibv_rc_pingpong` polls two). Returns `false`, doing
-    /// nothing, if the QP does not qualify; the caller then takes the link down.
+    /// The peer of a connection made by `modify_qp` went away (its QP destroyed or moved to
+    /// ERROR: its FIN, or its reset when our data found its socket closed) while this QP was
+    /// in RTS and between messages on receive. Then the QP stays in RTS with its receives
+    /// posted, as an RC QP on InfiniBand does when its peer goes away, and its send work
+    /// (the element being sent, Read Requests unanswered, elements posted or posted later)
+    /// fails after the QP's retry time, as unacknowledged work does there (see
+    /// [`QpCore::send_after_peer_left`]). Failing it at once would put error completions on
+    /// the CQ right behind the last message, and an application written for InfiniBand that
+    /// has all it waited for fails on them: `ibv_rc_pingpong` polls two completions at a
+    /// time, and `ibv_srq_pingpong` posts a Send more than its peer needs while several QPs
+    /// finish together. Returns `false`, doing nothing, if the QP does not qualify (a
+    /// message partly received, or a Terminate due); the caller then takes the link down.
     pub(crate) fn peer_left(self: &Arc<Self>, st: &mut QpState) -> bool {
         let Some(l) = st
             .link()
@@ -1665,27 +1672,27 @@ impl QpCore {
         else {
             return false;
         };
-        let (rx, tx, reads, control) = (
-            l.rx.between_messages(),
-            l.tx.idle(),
-            !l.tx.orq.is_empty(),
-            l.tx.control_due(),
-        );
-        if !rx || !tx || reads || control {
+        let (rx, control) = (l.rx.between_messages(), l.tx.control_due());
+        if !rx || control {
             pr_debug!(
-                "QP {}: the peer left with work in progress (receive idle {}, send idle {}, reads {}, control {})\n",
+                "QP {}: the peer left with work in progress (receive idle {}, control {})\n",
                 self.qpn,
                 rx,
-                tx,
-                reads,
                 control
             );
             return false;
         }
-        pr_debug!("QP {}: the peer left; RTS until send work\n", self.qpn);
         // `drop_link` without its flush of the send queue: its elements wait for the
         // retry time, and a process may be writing one right now (it finds the state
-        // lock).
+        // lock). An unsignalled element being sent ends unreported, as its success would.
+        if let Some(l) = st.link.as_mut() {
+            st.unanswered = l.tx.take_pending();
+        }
+        pr_debug!(
+            "QP {}: the peer left; RTS until send work ({} taken)\n",
+            self.qpn,
+            st.unanswered.len()
+        );
         st.av = None;
         if st.link.take().is_some() {
             self.tables.retire(self);
@@ -1695,8 +1702,8 @@ impl QpCore {
         // (Not its last reference: the endpoint closing calls this.)
         self.set_state(st, State::Rts);
         st.peer_left = true;
-        // Elements posted and not yet taken, and any a post that still found the
-        // connection wrote before it looked: their retry time starts.
+        // The elements taken, those posted and not yet taken, and any a post that still
+        // found the connection wrote before it looked: their retry time starts.
         self.send_after_peer_left(st);
         true
     }
@@ -1708,7 +1715,8 @@ impl QpCore {
     /// when several QPs finish together). With a `timeout` of 0 it waits for ever.
     fn send_after_peer_left(self: &Arc<Self>, st: &mut QpState) {
         // `set_state` clears the mark, and the deadline, outside RTS.
-        if !st.peer_left || st.retry_deadline.is_some() || !self.sq_waiting(st) {
+        let waiting = !st.unanswered.is_empty() || self.sq_waiting(st);
+        if !st.peer_left || st.retry_deadline.is_some() || !waiting {
             return;
         }
         let Some(ms) = gidconn::retry_time_ms(st.retry.timeout, st.retry.retry_cnt) else {
@@ -1742,7 +1750,16 @@ impl QpCore {
             "QP {}: the peer left; send work failed after its retry time\n",
             self.qpn
         );
-        self.complete_first_sq(&mut st, wc::GENERAL_ERR);
+        if !st.unanswered.is_empty() {
+            let (id, opcode) = st.unanswered.remove(0).unwrap_or_default();
+            let c = Completion {
+                status: wc::GENERAL_ERR,
+                ..st.flushed(id, opcode)
+            };
+            let _ = st.complete(true, &c);
+        } else {
+            self.complete_first_sq(&mut st, wc::GENERAL_ERR);
+        }
         self.link_down(&mut st);
     }
 
@@ -1810,10 +1827,14 @@ impl QpCore {
     /// Completes the send work in progress and every posted send with a flush error. One
     /// pass goes round the queue once at most, however fast a process refills it.
     pub(crate) fn flush_sq(&self, st: &mut QpState) {
+        for (id, opcode) in core::mem::take(&mut st.unanswered) {
+            let c = st.flushed(id, opcode);
+            let _ = st.complete(true, &c);
+        }
         if let Some(link) = st.link.as_mut() {
             let pending = link.tx.take_pending();
-            for (id, opcode) in pending.iter().flatten() {
-                let c = st.flushed(*id, *opcode);
+            for &(id, opcode) in pending.iter() {
+                let c = st.flushed(id, opcode);
                 let _ = st.complete(true, &c);
             }
         }

@@ -426,6 +426,8 @@ pub(crate) enum TxStop {
     Terminated,
     /// The socket failed, or a work element was bad (it completed with an error).
     Failed,
+    /// The peer reset the connection (`ECONNRESET`, `EPIPE`): its end is gone.
+    Lost,
 }
 
 impl TxState {
@@ -463,18 +465,18 @@ impl TxState {
     }
 
     /// Work taken from the queues but not completed, as (id, opcode), for flushing.
-    pub(crate) fn take_pending(&mut self) -> KVec<Option<(u64, u8)>> {
+    pub(crate) fn take_pending(&mut self) -> KVec<(u64, u8)> {
         let mut v = KVec::new();
         if self.active.live {
             if let Some((id, opcode, _)) = self.active.done {
-                let _ = v.push(Some((id, opcode)), GFP_ATOMIC);
+                let _ = v.push((id, opcode), GFP_ATOMIC);
             }
         }
         self.active.finish();
         self.fpdu.queued = false;
         for o in self.orq.drain_all() {
             if !o.rtr {
-                let _ = v.push(Some((o.id, o.opcode())), GFP_ATOMIC);
+                let _ = v.push((o.id, o.opcode()), GFP_ATOMIC);
             }
         }
         v
@@ -663,6 +665,7 @@ fn passes(
                 *blocked = true;
                 return Ok(Ran::Idle);
             }
+            Err(e) if e == ECONNRESET || e == EPIPE => return Err(TxStop::Lost),
             Err(_) => return Err(TxStop::Failed),
         }
         if f.sent >= f.total {

@@ -770,9 +770,22 @@ impl Socket {
         }
     }
 
-    /// A TCP connection the peer closed in order: its FIN came, and no error (a reset).
-    pub(crate) fn peer_finished(&self) -> bool {
-        self.transport == Transport::Tcp && self.err_state() == (0, bindings::TCP_CLOSE_WAIT)
+    /// A TCP connection the peer closed: its FIN came, or its reset (the answer of a closed
+    /// socket to our data), but no other error (a timeout).
+    pub(crate) fn peer_gone(&self) -> bool {
+        // A failed send has taken the reset's `sk_err` already (`sock_error()`).
+        let reset = |e: c_int| {
+            e == 0
+                || [ECONNRESET, EPIPE]
+                    .iter()
+                    .any(|c| c.to_errno().checked_neg() == Some(e))
+        };
+        self.transport == Transport::Tcp
+            && match self.err_state() {
+                (0, bindings::TCP_CLOSE_WAIT) => true,
+                (e, bindings::TCP_CLOSE) => reset(e),
+                _ => false,
+            }
     }
 
     /// The socket's pending error (`sk_err`, a positive errno or 0) and its state (0 for
