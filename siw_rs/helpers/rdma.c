@@ -74,9 +74,10 @@ struct ib_ucontext *rust_helper_udata_to_ucontext(struct ib_udata *udata)
 	return rdma_udata_to_uverbs_attr_bundle(udata)->context;
 }
 
+/* NULL for a kernel consumer's CQ: no bundle. */
 struct ib_udata *rust_helper_attrs_to_udata(struct uverbs_attr_bundle *attrs)
 {
-	return &attrs->driver_udata;
+	return attrs ? &attrs->driver_udata : NULL;
 }
 
 void rust_helper_cq_use(struct ib_cq *cq)

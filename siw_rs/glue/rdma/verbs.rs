@@ -1072,7 +1072,8 @@ impl<T: Driver> Adapter<T> {
             if attr.flags != 0 {
                 return Err(EOPNOTSUPP);
             }
-            // SAFETY: `attrs` is NULL for kernel CQs, else the command's bundle.
+            // SAFETY: `attrs` is NULL for kernel CQs (the helper then gives NULL), else the
+            // command's bundle.
             let mut user = unsafe { User::<T>::from_udata(bindings::attrs_to_udata(attrs)) };
             let cqe = i32::try_from(attr.cqe).map_err(|_| EINVAL)?;
             let (init, n) = T::create_cq(dev, cqe, user.as_mut())?;
