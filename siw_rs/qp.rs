@@ -466,6 +466,9 @@ pub(crate) struct QpCore {
     st: OwnerLock<QpState>,
     /// References of the connection manager (`iw_add_ref`), plus one of the QP itself.
     cm_refs: AtomicU32,
+    /// References `iw_get_qp` took, which the `iw_add_ref` following it takes over
+    /// ([`QpCore::cm_hand_out`]).
+    handed_out: AtomicU32,
     /// Completed when `cm_refs` reaches zero.
     #[pin]
     released: Done,
@@ -814,6 +817,7 @@ impl SiwQp {
                     psn: Psns::default(),
                 }, "QpCore::st"),
                 cm_refs: AtomicU32::new(1),
+                handed_out: AtomicU32::new(0),
                 released <- Done::new(),
                 cm_handle: SetOnce::new(),
                 posting <- new_spinlock_irq!(Posting::default(), "QpCore::posting"),
@@ -1223,9 +1227,23 @@ impl SiwQp {
 }
 
 impl QpCore {
-    /// The connection manager takes a reference.
-    pub(crate) fn cm_get(&self) {
+    /// `iw_get_qp` hands the QP out (under the table's lock, so destroy has not dropped
+    /// its own reference yet): a reference is taken now, not in the `iw_add_ref` that
+    /// follows, which a destroy between the two would otherwise make a use after free
+    /// (`iw_cm_connect()` and `iw_cm_accept()` call that at once, under the same lock).
+    pub(crate) fn cm_hand_out(&self) {
         self.cm_refs.fetch_add(1, Ordering::AcqRel);
+        self.handed_out.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The connection manager takes a reference: the one `iw_get_qp` took, if any.
+    pub(crate) fn cm_get(&self) {
+        let taken = self
+            .handed_out
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        if taken.is_err() {
+            self.cm_refs.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// A reference of the connection manager (or the QP's own) goes away.

@@ -152,13 +152,15 @@ impl Tables {
         self.qps.lock().get(&qpn).cloned()
     }
 
-    /// The `ib_qp` of QP `qpn`, for the connection manager: takes no reference, so
+    /// The `ib_qp` of QP `qpn`, for the connection manager (`iw_get_qp`), with the
+    /// reference its `iw_add_ref` takes over ([`QpCore::cm_hand_out`]); no `Arc` one, so
     /// nothing can be freed in the caller's atomic context.
     pub(crate) fn cm_handle(&self, qpn: u32) -> Option<QpHandle> {
-        self.qps
-            .lock()
-            .get(&qpn)
-            .and_then(|q| q.cm_handle().copied())
+        let g = self.qps.lock();
+        let q = g.get(&qpn)?;
+        let h = q.cm_handle().copied()?;
+        q.cm_hand_out();
+        Some(h)
     }
 
     /// Records a connection request reported to the connection manager.
