@@ -124,6 +124,11 @@ bool rust_helper_in_softirq(void);
 /* siw_rs/helpers/rdma.c: whether the current process has an open file whose private_data is @priv. */
 bool siw_rs_current_holds(const void *priv);
 
+/* siw_rs/helpers/log.c: the `debug` parameter; a message (a Rust fmt::Arguments), rate-limited. */
+bool siw_rs_debug_on(void);
+void siw_rs_log_debug(const void *args);
+void siw_rs_log_warn(const void *args);
+
 /* siw_rs/helpers/layout.c: entry @i of include/siw_rs_layout.h, measured in C; ~0UL past the end. */
 unsigned long siw_rs_layout(unsigned int i);
 

@@ -12,6 +12,7 @@ use crate::{
     device::{Llp, Siw, SiwDev},
     glue::{
         iov::IoVec,
+        log,
         net::{
             netdev::NetDev,
             tcp::{
@@ -327,7 +328,7 @@ impl WorkItem<1> for Ep {
             this.arm_timeout(u32::try_from(left).unwrap_or(u32::MAX));
             return;
         }
-        pr_debug!("timeout in {:?}\n", g.phase);
+        log::debug!(this.tables.name(), "timeout in {:?}\n", g.phase);
         if g.av.is_some() {
             this.av_retry(&mut g);
         } else if g.phase == Phase::Connecting {
@@ -746,7 +747,7 @@ impl Ep {
     /// Initiator (`iw_connect`): the connection could not be made; the connection manager
     /// hears why (`ECONNREFUSED` and `ECONNRESET` become REJECTED, `ETIMEDOUT` UNREACHABLE).
     fn connect_failed(self: &Arc<Self>, g: &mut Inner, e: Error) {
-        pr_debug!("connect failed: {:?}\n", e);
+        log::debug!(self.tables.name(), "connect failed: {:?}\n", e);
         // A reset is not the peer's ULP refusing: iWARP reserves ECONNREFUSED for an MPA
         // reject (`rdma_is_consumer_reject()`), as cxgb4 and irdma report a reset.
         let e = if e == ECONNREFUSED { ECONNRESET } else { e };
@@ -787,7 +788,8 @@ impl Ep {
         g.sock = Some(fresh);
         self.attach(g);
         g.sock.as_ref().ok_or(ENOTCONN)?.connect_nonblock(&raddr)?;
-        pr_debug!(
+        log::debug!(
+            self.tables.name(),
             "SCTP association not up in {} ms: trying again\n",
             SCTP_TRY_TIMEOUT_MS
         );
@@ -891,7 +893,11 @@ impl Ep {
                 Ok(())
             }
             Err(e) => {
-                pr_warn!("connection manager refused a connect request: {:?}\n", e);
+                log::warning!(
+                    self.tables.name(),
+                    "connection manager refused a connect request: {:?}\n",
+                    e
+                );
                 Err(())
             }
         }
@@ -917,7 +923,11 @@ impl Ep {
             }
             Ok(()) => return false,
             Err(e) => {
-                pr_warn!("connection manager refused CONNECT_REPLY: {:?}\n", e);
+                log::warning!(
+                    self.tables.name(),
+                    "connection manager refused CONNECT_REPLY: {:?}\n",
+                    e
+                );
             }
         }
         self.owe_reply(g, cm);
@@ -1029,7 +1039,10 @@ impl Ep {
             look
         };
         if look.write {
-            pr_debug!("nothing heard from the responder: a zero-length Write wakes it\n");
+            log::debug!(
+                self.tables.name(),
+                "nothing heard from the responder: a zero-length Write wakes it\n"
+            );
             self.kick();
         }
         if let Some(ms) = look.next_ms {
@@ -1108,7 +1121,7 @@ impl Ep {
     /// The adaptation layer gives up on the connection: an association that is not a DDP
     /// one is aborted without a word; anything else ends with the session's Terminate.
     fn sctp_failed(self: &Arc<Self>, g: &mut Inner, f: SctpFail) {
-        pr_debug!("sctp: {:?}\n", f);
+        log::debug!(self.tables.name(), "sctp: {:?}\n", f);
         if let Some(sc) = g.sctp.as_deref_mut() {
             match f {
                 SctpFail::NotDdp => sc.abort = true,
@@ -1328,15 +1341,29 @@ impl Ep {
             let qpn = st.ids().qpn;
             match &stop {
                 Some(RxStop::Term(e)) => {
-                    pr_debug!("QP {}: bad input, a TERMINATE goes out: {:?}\n", qpn, e)
+                    log::debug!(
+                        self.tables.name(),
+                        "QP {}: bad input, a TERMINATE goes out: {:?}\n",
+                        qpn,
+                        e
+                    )
                 }
                 Some(RxStop::PeerTerminated) => {
-                    pr_debug!("QP {}: the peer ended the stream (TERMINATE)\n", qpn)
+                    log::debug!(
+                        self.tables.name(),
+                        "QP {}: the peer ended the stream (TERMINATE)\n",
+                        qpn
+                    )
                 }
                 None => {}
             }
             if let Err(e) = &r {
-                pr_debug!("QP {}: reading the socket failed: {:?}\n", qpn, e);
+                log::debug!(
+                    self.tables.name(),
+                    "QP {}: reading the socket failed: {:?}\n",
+                    qpn,
+                    e
+                );
             }
             match stop {
                 Some(RxStop::Term(e)) => {
@@ -1371,11 +1398,12 @@ impl Ep {
                     Ok(tx::Ran::Idle) => {}
                     Ok(tx::Ran::Yield) => again = true,
                     Err(TxStop::Terminated) => {
-                        pr_debug!("QP {}: a TERMINATE went out\n", qpn);
+                        log::debug!(self.tables.name(), "QP {}: a TERMINATE went out\n", qpn);
                         how = Some(How::Error)
                     }
                     Err(TxStop::Failed) => {
-                        pr_debug!(
+                        log::debug!(
+                            self.tables.name(),
                             "QP {}: sending failed (the socket, or a bad work request)\n",
                             qpn
                         );
@@ -1383,7 +1411,11 @@ impl Ep {
                     }
                     // The peer's close, which a reset makes visible: as it, once a read
                     // has taken what the peer sent before (below).
-                    Err(TxStop::Lost) => pr_debug!("QP {}: the peer reset the connection\n", qpn),
+                    Err(TxStop::Lost) => log::debug!(
+                        self.tables.name(),
+                        "QP {}: the peer reset the connection\n",
+                        qpn
+                    ),
                 }
             }
         }
@@ -1411,7 +1443,12 @@ impl Ep {
         if prev == Phase::Closed {
             return;
         }
-        pr_debug!("connection ends in {:?}: {:?}\n", prev, how);
+        log::debug!(
+            self.tables.name(),
+            "connection ends in {:?}: {:?}\n",
+            prev,
+            how
+        );
         g.phase = Phase::Closed;
         // No more receiving in the socket's callback (one in progress is waited for). The
         // QP goes after the lock: `g.qp` holds it too, but no drop under a spinlock.
@@ -1535,7 +1572,7 @@ impl Ep {
             .bind(&av.from)
             .and_then(|()| sock.connect_nonblock(&av.to));
         if let Err(e) = r {
-            pr_debug!("av connect: {:?}\n", e);
+            log::debug!(self.tables.name(), "av connect: {:?}\n", e);
             self.av_retry(g);
             return;
         }
@@ -1659,7 +1696,10 @@ impl Ep {
                 return false;
             }
             Outcome::Fail => {
-                pr_debug!("av connection: the reply is not the accept expected\n");
+                log::debug!(
+                    self.tables.name(),
+                    "av connection: the reply is not the accept expected\n"
+                );
                 self.close_locked(g, How::Error);
                 return false;
             }
@@ -1732,7 +1772,7 @@ impl Ep {
     /// Responder of a connection made by `modify_qp`: sends the one refusal and closes;
     /// why stays in the debug log.
     fn refuse_av(self: &Arc<Self>, g: &mut Inner, header: &MpaHeader, why: gidconn::Refused) {
-        pr_debug!("av request refused: {:?}\n", why);
+        log::debug!(self.tables.name(), "av request refused: {:?}\n", why);
         send_reject(
             &self.tables,
             g.sock.as_ref(),

@@ -169,7 +169,7 @@ impl Link for Siw {
             }
         }
         let raw_gid = netdev.hw_addr().unwrap_or_else(netdev::random_mac);
-        let tables = crate::table::Tables::new()?;
+        let tables = crate::table::Tables::new(name)?;
         let llp = if variant == LINK_SCTP {
             Llp::Sctp
         } else {

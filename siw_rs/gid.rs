@@ -26,6 +26,7 @@ use crate::{
     cm::{self, Ep},
     device::Siw,
     glue::{
+        log,
         net::netdev::NetDev,
         rdma::device::DeviceRef,
         workqueue as work, //
@@ -185,7 +186,7 @@ impl Inner {
                 // skipped, and tried again at the next change or QP; the QPs waiting there
                 // are not connected to, and fail at their deadline.
                 if let Err(e) = self.open(nd, tables, &a) {
-                    pr_debug!("no listener on a GID address: {:?}\n", e);
+                    log::debug!(tables.name(), "no listener on a GID address: {:?}\n", e);
                 }
             }
         }

@@ -8,6 +8,7 @@
 //! - [`net`]: kernel TCP sockets with their callbacks, and network devices with their
 //!   notifier.
 //! - [`workqueue`]: the module's workqueue.
+//! - [`log`]: messages peers and processes cause: device names, rate limits, `debug`.
 //! - [`sync`]: locks that softirq (a socket callback) shares with process context.
 //! - [`siw_abi`]: the siw user ABI (`include/uapi/rdma/siw-abi.h`), the one siw-specific part.
 //!
@@ -18,6 +19,7 @@
 mod bindings;
 pub(crate) mod iov;
 pub(crate) mod layout;
+pub(crate) mod log;
 pub(crate) mod net;
 pub(crate) mod rdma;
 pub(crate) mod siw_abi;

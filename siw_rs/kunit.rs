@@ -348,7 +348,7 @@ mod fastreg {
 
     #[test]
     fn stag_states_follow_rfc_5040() -> Result {
-        let t = Tables::new()?;
+        let t = Tables::new(c"kunit")?;
         let (pd, other) = (1usize, 2usize);
         let stag = publish_fast_for_test(&t, pd)?;
         let key = (stag & !0xff) | 0x17;
@@ -406,7 +406,7 @@ mod fastreg {
 
     #[test]
     fn a_registration_is_replaced_only_as_checked_and_held_ones_stay_invalid() -> Result {
-        let t = Tables::new()?;
+        let t = Tables::new(c"kunit")?;
         let pd = 1usize;
         let stag = publish_fast_for_test(&t, pd)?;
         let index = stag >> 8;

@@ -24,6 +24,7 @@ use crate::{
         Waiting, //
     },
     glue::{
+        log,
         net::tcp::SockAddr,
         rdma::{
             cm::QpHandle,
@@ -1504,7 +1505,8 @@ impl QpCore {
                 self.arm_watchdog();
                 return;
             }
-            pr_info!(
+            log::warning!(
+                self.tables.name(),
                 "QP {}: RDMA Read unanswered for {} ms, with the connection alive: ending it\n",
                 qpn,
                 cm::peer_timeout_ms()
@@ -1542,7 +1544,11 @@ impl QpCore {
                 self.arm_av_timer(u32::try_from(left).unwrap_or(u32::MAX));
                 return;
             }
-            pr_debug!("QP {} not connected in time\n", self.qpn);
+            log::debug!(
+                self.tables.name(),
+                "QP {} not connected in time\n",
+                self.qpn
+            );
             self.give_up(&mut st)
         };
         if let Some(ep) = ep {
@@ -1692,7 +1698,8 @@ impl QpCore {
         };
         let (rx, control) = (l.rx.between_messages(), l.tx.control_due());
         if !rx || control {
-            pr_debug!(
+            log::debug!(
+                self.tables.name(),
                 "QP {}: the peer left with work in progress (receive idle {}, control {})\n",
                 self.qpn,
                 rx,
@@ -1706,7 +1713,8 @@ impl QpCore {
         if let Some(l) = st.link.as_mut() {
             st.unanswered = l.tx.take_pending();
         }
-        pr_debug!(
+        log::debug!(
+            self.tables.name(),
             "QP {}: the peer left; RTS until send work ({} taken)\n",
             self.qpn,
             st.unanswered.len()
@@ -1740,7 +1748,8 @@ impl QpCore {
         let Some(ms) = gidconn::retry_time_ms(st.retry.timeout, st.retry.retry_cnt) else {
             return;
         };
-        pr_debug!(
+        log::debug!(
+            self.tables.name(),
             "QP {}: send work after the peer left: fails in {} ms\n",
             self.qpn,
             ms
@@ -1764,7 +1773,8 @@ impl QpCore {
             self.arm_retry_timer(u32::try_from(left).unwrap_or(u32::MAX));
             return;
         }
-        pr_debug!(
+        log::debug!(
+            self.tables.name(),
             "QP {}: the peer left; send work failed after its retry time\n",
             self.qpn
         );

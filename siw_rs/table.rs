@@ -7,6 +7,7 @@
 use crate::{
     cm::Ep,
     glue::{
+        log::DevName,
         random_u32,
         rdma::cm::{QpHandle, RequestCookie},
         sync::bh_off_if_on,
@@ -63,11 +64,13 @@ pub(crate) struct Tables {
     /// The port counters.
     #[pin]
     stats: DevStats,
+    /// The device's name, which its messages begin with.
+    name: DevName,
 }
 
 impl Tables {
-    /// Empty tables.
-    pub(crate) fn new() -> Result<Arc<Self>> {
+    /// Empty tables of device `name`.
+    pub(crate) fn new(name: &CStr) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 qps <- new_spinlock_irq!(RBTree::new(), "Tables::qps"),
@@ -76,9 +79,15 @@ impl Tables {
                 mrs <- XArray::new(AllocKind::Alloc1),
                 requests <- new_mutex!(KVec::new(), "Tables::requests"),
                 stats <- DevStats::new(),
+                name: DevName::new(name.to_bytes()),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// The device's name, for its messages (as it was registered).
+    pub(crate) fn name(&self) -> &DevName {
+        &self.name
     }
 
     /// A number for a new QP: the next of the device's unpredictable sequence that is
