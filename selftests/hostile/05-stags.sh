@@ -27,7 +27,10 @@ span=$(( sorted[${#sorted[@]} - 1] - sorted[0] ))
 log "STag indices of six regions: ${idx[*]}"
 
 # 2. A Write naming another PD's STag gets the invalid-STag Terminate.
-on_b python3 "$PEER" stag-probe --addr 192.168.77.2 --port 7174 --port2 7175 >/tmp/peer.out 2>&1 &
+# 2000 Writes follow it in the same send, unread when siw_rs decides on the Terminate: the
+# connection still ends in order (a FIN after the Terminate), not with a reset, which
+# could throw the Terminate away.
+on_b python3 "$PEER" stag-probe --addr 192.168.77.2 --port 7174 --port2 7175 --burst 2000 >/tmp/peer.out 2>&1 &
 peer=$!
 listening_b 7174
 on_a timeout 40 rping -c -a 192.168.77.2 -p 7174 -C 1 -S 64 >/tmp/rping-1.out 2>&1 &
@@ -39,5 +42,6 @@ wait $c1 || true
 out=$(cat /tmp/peer.out)
 # DDP layer (1), tagged buffer (1), invalid STag (0x00); "not associated" is 0x02.
 has '^fpdu op=terminate layer=1 etype=1 ecode=0x00' "$out" || fail "no invalid-STag Terminate: $out"
+has '^closed \(peer closed after 0 of ' "$out" || fail "the connection did not end in order: $out"
 log "$(grep -E '^(client|fpdu)' <<<"$out" | tr '\n' ' ')"
 rping_sizes 2 64

@@ -626,8 +626,11 @@ def stag_probe(args):
     c2 = mpa_accept(s2)
     buf2, stag2, size2 = rping_advert(c2)
     print(f"client 2: stag={stag2:#x} len={size2}", flush=True)
-    c2.sendall(tagged(OP_WRITE, stag1, buf1, b"\x5a" * 16))
-    print("wrote to client 1's stag over connection 2", flush=True)
+    # With --burst, more Writes follow in the same send: still unread when the Terminate
+    # is decided, they must not turn siw_rs's close into a reset.
+    more = tagged(OP_WRITE, stag2, buf2, b"\xa5" * 16) * args.burst
+    c2.sendall(tagged(OP_WRITE, stag1, buf1, b"\x5a" * 16) + more)
+    print(f"wrote to client 1's stag over connection 2, then {args.burst} Writes", flush=True)
     r = collect(c2)
     c1.close()
     return r
@@ -809,6 +812,7 @@ def main():
     t.add_argument("--addr", required=True)
     t.add_argument("--port", type=int, default=7174)
     t.add_argument("--port2", type=int, default=7175)
+    t.add_argument("--burst", type=int, default=0)
     g = sub.add_parser("gid-request")
     g.add_argument("--from-qpn", type=int, default=4242)
     g.add_argument("--psn", type=lambda v: int(v, 0), default=0)
