@@ -424,6 +424,15 @@ impl QpState {
         }
     }
 
+    /// Completes send work the transmit engine had taken, (id, opcode), with `status`.
+    fn complete_taken(&self, (id, opcode): (u64, u8), status: u16) {
+        let c = Completion {
+            status,
+            ..self.flushed(id, opcode)
+        };
+        let _ = self.complete(true, &c);
+    }
+
     /// Adds `c` to the send (`send`) or receive CQ.
     pub(crate) fn complete(&self, send: bool, c: &Completion) -> Result {
         let Some(cqs) = &self.cqs else {
@@ -1778,13 +1787,8 @@ impl QpCore {
             "QP {}: the peer left; send work failed after its retry time\n",
             self.qpn
         );
-        if !st.unanswered.is_empty() {
-            let (id, opcode) = st.unanswered.remove(0).unwrap_or_default();
-            let c = Completion {
-                status: wc::GENERAL_ERR,
-                ..st.flushed(id, opcode)
-            };
-            let _ = st.complete(true, &c);
+        if let Ok(taken) = st.unanswered.remove(0) {
+            st.complete_taken(taken, wc::GENERAL_ERR);
         } else {
             self.complete_first_sq(&mut st, wc::GENERAL_ERR);
         }
@@ -1855,16 +1859,10 @@ impl QpCore {
     /// Completes the send work in progress and every posted send with a flush error. One
     /// pass goes round the queue once at most, however fast a process refills it.
     pub(crate) fn flush_sq(&self, st: &mut QpState) {
-        for (id, opcode) in core::mem::take(&mut st.unanswered) {
-            let c = st.flushed(id, opcode);
-            let _ = st.complete(true, &c);
-        }
-        if let Some(link) = st.link.as_mut() {
-            let pending = link.tx.take_pending();
-            for &(id, opcode) in pending.iter() {
-                let c = st.flushed(id, opcode);
-                let _ = st.complete(true, &c);
-            }
+        let pending = st.link.as_mut().map(|l| l.tx.take_pending());
+        let unanswered = core::mem::take(&mut st.unanswered);
+        for taken in Iterator::chain(unanswered.into_iter(), pending.into_iter().flatten()) {
+            st.complete_taken(taken, wc::WR_FLUSH_ERR);
         }
         for _ in 0..self.sq.entries {
             if !self.complete_first_sq(st, wc::WR_FLUSH_ERR) {

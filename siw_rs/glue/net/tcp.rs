@@ -774,16 +774,12 @@ impl Socket {
     /// socket to our data), but no other error (a timeout).
     pub(crate) fn peer_gone(&self) -> bool {
         // A failed send has taken the reset's `sk_err` already (`sock_error()`).
-        let reset = |e: c_int| {
-            e == 0
-                || [ECONNRESET, EPIPE]
-                    .iter()
-                    .any(|c| c.to_errno().checked_neg() == Some(e))
-        };
         self.transport == Transport::Tcp
             && match self.err_state() {
-                (0, bindings::TCP_CLOSE_WAIT) => true,
-                (e, bindings::TCP_CLOSE) => reset(e),
+                (0, bindings::TCP_CLOSE_WAIT | bindings::TCP_CLOSE) => true,
+                (e, bindings::TCP_CLOSE) => {
+                    [ECONNRESET, EPIPE].contains(&Error::from_errno(e.saturating_neg()))
+                }
                 _ => false,
             }
     }
